@@ -1,0 +1,41 @@
+# Fresh machine: `make serve` or `make test` installs what is missing first.
+SHELL := /bin/bash
+UV ?= $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
+HOST ?= 127.0.0.1
+PORT ?= 8080
+PYTEST_ARGS ?=
+
+.PHONY: serve test lint bench docs system-deps uv sync node-tools clean
+
+serve: sync
+	$(UV) run --no-sync gaia-env serve --host $(HOST) --port $(PORT)
+
+test: sync node-tools
+	$(UV) run --no-sync python -m pytest $(PYTEST_ARGS)
+
+lint: sync
+	$(UV) run --no-sync ruff check .
+	$(UV) run --no-sync ruff format --check .
+
+bench: sync
+	$(UV) run --no-sync python benchmarks/gateway_throughput.py
+
+docs: sync
+	$(UV) run --no-sync gaia-env tools --format markdown --output docs/tools.md
+
+# System packages the servers use; apt-get as root on Debian/Ubuntu, else the exact command.
+system-deps:
+	@scripts/system-deps.sh
+
+uv: system-deps
+	@command -v $(UV) >/dev/null 2>&1 || scripts/install-uv.sh
+
+sync: uv
+	$(UV) sync --locked --inexact
+
+# Node 22 and the MCP conformance suite, from the npm registry, for the conformance tests.
+node-tools: system-deps
+	@scripts/node-tools.sh
+
+clean:
+	rm -rf .venv .tools

@@ -1,0 +1,104 @@
+"""The one path guard: every file a tool touches is resolved here.
+
+Allowed roots are the session workspace (read-write) and the dataset (read-only).
+A path is checked twice: lexically, after joining and normalising, and again
+after resolving symlinks, so neither `..` chains nor links can leave the roots.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+from .errors import ToolFailure
+
+MAX_PATH_CHARS = 4096
+MAX_NAME_BYTES = 255
+
+
+class PathGuard:
+    def __init__(self, workspace: Path, dataset: Path | None = None, dataset_alias: str | None = None):
+        self.workspace = Path(os.path.realpath(workspace))
+        self.dataset = Path(os.path.realpath(dataset)) if dataset is not None else None
+        self.dataset_alias = os.path.normpath(dataset_alias) if dataset_alias else None
+
+    @property
+    def roots(self) -> list[Path]:
+        return [self.workspace] + ([self.dataset] if self.dataset is not None else [])
+
+    def describe_roots(self) -> str:
+        text = f"the workspace {self.workspace}"
+        if self.dataset is not None:
+            text += f" and the read-only dataset {self.dataset}"
+            if self.dataset_alias:
+                text += f" (also reachable as {self.dataset_alias})"
+        return text
+
+    def resolve(self, raw: str, *, write: bool = False) -> Path:
+        """Return the real path for `raw`, or raise ToolFailure saying why it is refused."""
+        candidate = self._lexical(raw)
+        real = Path(os.path.realpath(candidate))
+        if write:
+            if not real.is_relative_to(self.workspace):
+                if self.dataset is not None and real.is_relative_to(self.dataset):
+                    raise ToolFailure(f"{raw} is in the read-only dataset; write into the workspace instead.")
+                raise self._outside(raw)
+            return real
+        if not any(real.is_relative_to(root) for root in self.roots):
+            raise self._outside(raw)
+        return real
+
+    def display(self, path: Path) -> str:
+        """The path as agents should see it: dataset files under the alias they were told."""
+        if self.dataset is not None and self.dataset_alias and path.is_relative_to(self.dataset):
+            rel = path.relative_to(self.dataset)
+            return self.dataset_alias if rel == Path(".") else f"{self.dataset_alias}/{rel.as_posix()}"
+        return str(path)
+
+    def _lexical(self, raw: str) -> Path:
+        if not isinstance(raw, str) or not raw.strip():
+            raise ToolFailure("The path is empty; pass a file or directory path.")
+        if "\x00" in raw:
+            raise ToolFailure("The path contains a NUL byte, which no file name can contain.")
+        if len(raw) > MAX_PATH_CHARS:
+            raise ToolFailure(f"The path is {len(raw)} characters long; the limit is {MAX_PATH_CHARS}.")
+        text = os.path.expanduser(raw) if raw.startswith("~") else raw
+        if self.dataset is not None and self.dataset_alias:
+            norm = os.path.normpath(text)
+            if norm == self.dataset_alias or norm.startswith(self.dataset_alias + os.sep):
+                text = str(self.dataset) + norm[len(self.dataset_alias) :]
+        joined = os.path.normpath(os.path.join(self.workspace, text))
+        for part in Path(joined).parts:
+            if len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+                raise ToolFailure(f"A path component is longer than {MAX_NAME_BYTES} bytes: {part[:40]}...")
+        path = Path(joined)
+        if not any(path.is_relative_to(root) for root in self.roots):
+            raise self._outside(raw)
+        return path
+
+    def _outside(self, raw: str) -> ToolFailure:
+        return ToolFailure(
+            f"Access denied: {raw} is outside the allowed directories ({self.describe_roots()}). "
+            "Use a path inside the workspace, or a relative path."
+        )
+
+
+def atomic_write(path: Path, data: bytes | str, encoding: str = "utf-8") -> None:
+    """Write via a temp file and rename, so a crash never leaves a half-written file."""
+    payload = data.encode(encoding) if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:100]}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        else:
+            os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+

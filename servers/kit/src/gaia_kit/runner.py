@@ -1,0 +1,23 @@
+"""Every server starts the same way: stdio by default, or streamable HTTP for standalone use."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from mcp.server.mcpserver import MCPServer
+
+
+def run(server: MCPServer, argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog=server.name, description=f"The {server.name} MCP server.")
+    parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    args = parser.parse_args(argv)
+    # Logs go to stderr: on stdio, stdout carries the protocol.
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    if args.transport == "stdio":
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host=args.host, port=args.port, stateless_http=True, json_response=True)
