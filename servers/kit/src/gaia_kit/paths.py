@@ -101,4 +101,3 @@ def atomic_write(path: Path, data: bytes | str, encoding: str = "utf-8") -> None
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-

@@ -39,14 +39,18 @@ def session_of(ctx: Context | None) -> Session:
     workspace = meta.get(WORKSPACE_KEY)
     if workspace is None:
         return _standalone_session()
-    return Session(id=str(meta.get(SESSION_ID_KEY) or "anonymous"), workspace=_checked_workspace(str(workspace)))
+    return Session(
+        id=str(meta.get(SESSION_ID_KEY) or "anonymous"), workspace=_checked_workspace(str(workspace))
+    )
 
 
 def _checked_workspace(raw: str) -> Path:
     root = Path(os.path.realpath(get_settings().workspace_root))
     path = Path(os.path.realpath(raw))
     if not path.is_relative_to(root) or path == root:
-        raise ToolFailure("The session workspace is not under GAIA_WORKSPACE_ROOT; the gateway and servers disagree.")
+        raise ToolFailure(
+            "The session workspace is not under GAIA_WORKSPACE_ROOT; the gateway and servers disagree."
+        )
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -1,0 +1,271 @@
+"""The `gaia-env` command: serve, tools, call, doctor."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from gaia_kit.settings import KitSettings
+
+from . import logs
+from .app import HttpConfig, create_app, is_loopback
+from .gateway import Gateway, GatewayConfig, InvalidArguments, SelectionError, UnknownTool
+from .registry import DEFAULT_REGISTRY, RegistryError, load_registry, select_enabled
+from .tools_doc import render_markdown, render_table
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        sys.exit(args.handler(args) or 0)
+    except RegistryError as exc:
+        sys.exit(f"gaia-env: {exc}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gaia-env", description="One MCP endpoint for every GAIA tool server."
+    )
+    sub = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    serve = sub.add_parser("serve", help="serve every enabled server on one HTTP endpoint")
+    _gateway_options(serve)
+    serve.add_argument("--host", default=os.environ.get("GAIA_HOST", "127.0.0.1"))
+    serve.add_argument("--port", type=int, default=int(os.environ.get("GAIA_PORT", "8080")))
+    serve.add_argument(
+        "--allowed-hosts",
+        default=os.environ.get("GAIA_ALLOWED_HOSTS", ""),
+        help="extra Host header values to accept, comma-separated (host or host:port; * for any)",
+    )
+    serve.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow a non-loopback --host without MCP_AUTH_TOKEN (anyone who reaches it can run tools)",
+    )
+    serve.add_argument("--max-body-mb", type=float, default=16.0, help="request body limit in MiB")
+    serve.add_argument("--log-level", default=os.environ.get("GAIA_LOG_LEVEL", "info"))
+    serve.set_defaults(handler=cmd_serve)
+
+    tools = sub.add_parser("tools", help="list the tools of the selected servers")
+    _gateway_options(tools)
+    tools.add_argument("--format", choices=["table", "markdown", "json"], default="table")
+    tools.add_argument("--output", type=Path, help="write to this file instead of stdout")
+    tools.set_defaults(handler=cmd_tools)
+
+    call = sub.add_parser("call", help="call one tool and print its result")
+    _gateway_options(call)
+    call.add_argument("tool")
+    call.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
+    call.add_argument(
+        "--url", help="call a running gateway (e.g. http://127.0.0.1:8080/mcp) instead of starting one"
+    )
+    call.add_argument("--session", help="session key (X-Session-Id) for --url calls")
+    call.set_defaults(handler=cmd_call)
+
+    doctor = sub.add_parser("doctor", help="check, per server, that it starts and what it is missing")
+    _gateway_options(doctor)
+    doctor.set_defaults(handler=cmd_doctor)
+    return parser
+
+
+def _gateway_options(parser: argparse.ArgumentParser) -> None:
+    kit = KitSettings()
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=Path(os.environ.get("GAIA_CONFIG", DEFAULT_REGISTRY)),
+        help="the server registry (servers.toml)",
+    )
+    parser.add_argument(
+        "--servers",
+        default=os.environ.get("GAIA_SERVERS", ""),
+        help="comma-separated server ids (default: every enabled server)",
+    )
+    parser.add_argument("--replicas", type=int, help="replicas per server, overriding the registry")
+    parser.add_argument(
+        "--workspace-root",
+        type=Path,
+        default=kit.workspace_root,
+        help="parent of the per-session workspaces (GAIA_WORKSPACE_ROOT)",
+    )
+    parser.add_argument(
+        "--dataset-dir",
+        type=Path,
+        default=kit.dataset_dir,
+        help="the GAIA dataset, readable by every session (GAIA_DATASET_DIR)",
+    )
+    parser.add_argument(
+        "--session-ttl",
+        type=float,
+        default=float(os.environ.get("GAIA_SESSION_TTL", "1800")),
+        help="seconds an idle session keeps its workspace",
+    )
+
+
+def make_gateway(args: argparse.Namespace) -> Gateway:
+    registry = load_registry(args.config)
+    only = [s.strip() for s in args.servers.split(",") if s.strip()] or None
+    specs = select_enabled(registry, only, args.replicas)
+    config = GatewayConfig(
+        workspace_root=args.workspace_root.absolute(),
+        dataset_dir=args.dataset_dir.absolute(),
+        session_ttl=args.session_ttl,
+    )
+    return Gateway(specs, config, all_ids=list(registry))
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    token = os.environ.get("MCP_AUTH_TOKEN") or None
+    if not is_loopback(args.host) and not token and not args.insecure:
+        print(
+            f"gaia-env: refusing to serve on {args.host} without MCP_AUTH_TOKEN: anyone who can reach it could run "
+            "tools. Set MCP_AUTH_TOKEN, or pass --insecure if the network is trusted.",
+            file=sys.stderr,
+        )
+        return 2
+    logs.configure(args.log_level)
+    gateway = make_gateway(args)
+    http = HttpConfig(
+        host=args.host,
+        auth_token=token,
+        allowed_hosts=[h.strip() for h in args.allowed_hosts.split(",") if h.strip()],
+        insecure=args.insecure,
+        max_body_bytes=int(args.max_body_mb * 1024 * 1024),
+    )
+    app = create_app(gateway, http)
+    config = uvicorn.Config(
+        app, host=args.host, port=args.port, log_config=None, access_log=False, timeout_graceful_shutdown=5
+    )
+    uvicorn.Server(config).run()
+    return 0
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    gateway = make_gateway(args)
+    tools = asyncio.run(_with_gateway(gateway, lambda g: g.list_tools(tuple(g.pools))))
+    failed = {sid: p.last_error for sid, p in gateway.pools.items() if not p.tools}
+    if args.format == "json":
+        text = json.dumps(tools, indent=2) + "\n"
+    elif args.format == "markdown":
+        text = render_markdown(gateway, tools)
+    else:
+        text = render_table(tools)
+    if args.output:
+        args.output.write_text(text)
+    else:
+        sys.stdout.write(text)
+    for sid, error in failed.items():
+        print(f"gaia-env: {sid} did not start: {error}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def cmd_call(args: argparse.Namespace) -> int:
+    try:
+        arguments = json.loads(args.arguments)
+        if not isinstance(arguments, dict):
+            raise ValueError("not an object")
+    except ValueError:
+        print(f"gaia-env: arguments must be a JSON object, got: {args.arguments}", file=sys.stderr)
+        return 2
+    if args.url:
+        result = _call_remote(args.url, args.tool, arguments, args.session, args.servers)
+    else:
+        gateway = make_gateway(args)
+
+        async def run(g: Gateway) -> dict[str, Any]:
+            return await g.call_tool(args.tool, arguments, tuple(g.pools), args.session)
+
+        try:
+            result = asyncio.run(_with_gateway(gateway, run, wait_async=True))
+        except (UnknownTool, InvalidArguments, SelectionError) as exc:
+            print(f"gaia-env: {exc}", file=sys.stderr)
+            return 2
+    for block in result.get("content", []):
+        if block.get("type") == "text":
+            print(block["text"])
+        else:
+            print(f"[{block.get('type')} content, {block.get('mimeType', '')}]")
+    return 1 if result.get("isError") else 0
+
+
+def _call_remote(
+    url: str, tool: str, arguments: dict[str, Any], session: str | None, servers: str
+) -> dict[str, Any]:
+    import httpx
+
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if session:
+        headers["X-Session-Id"] = session
+    if servers:
+        headers["MCP-Servers"] = servers
+    if token := os.environ.get("MCP_AUTH_TOKEN"):
+        headers["Authorization"] = f"Bearer {token}"
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments},
+    }
+    try:
+        reply = httpx.post(url, json=body, headers=headers, timeout=None).json()
+    except (httpx.HTTPError, ValueError) as exc:
+        return {
+            "content": [{"type": "text", "text": f"Could not reach the gateway at {url}: {exc}"}],
+            "isError": True,
+        }
+    if "error" in reply:
+        return {
+            "content": [
+                {"type": "text", "text": f"Error {reply['error']['code']}: {reply['error']['message']}"}
+            ],
+            "isError": True,
+        }
+    return reply["result"]
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    gateway = make_gateway(args)
+    asyncio.run(_with_gateway(gateway, lambda g: None))
+    problems = 0
+    for sid, pool in gateway.pools.items():
+        check = _server_check(pool.spec.argv(), pool.env)
+        started = bool(pool.tools)
+        problems += (not started) + len(check.get("missing", []))
+        mark = "ok  " if started and not check.get("missing") else "FAIL"
+        print(
+            f"{mark} {sid}: {'starts, ' + str(len(pool.tools)) + ' tools' if started else 'does not start: ' + str(pool.last_error)}"
+        )
+        if check.get("backend"):
+            print(f"     backend: {check['backend']}")
+        for item in check.get("missing", []):
+            print(f"     missing: {item}")
+        for note in check.get("notes", []):
+            print(f"     note: {note}")
+    return 1 if problems else 0
+
+
+def _server_check(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
+    """Ask the server itself (its --check flag) which backend it will use and what it lacks."""
+    try:
+        out = subprocess.run(argv + ["--check"], env=env, capture_output=True, text=True, timeout=60)
+        return json.loads(out.stdout) if out.returncode == 0 else {"missing": [out.stderr.strip()[-300:]]}
+    except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+        return {"missing": [f"--check failed: {exc}"]}
+
+
+async def _with_gateway(gateway: Gateway, fn: Any, wait_async: bool = False) -> Any:
+    await gateway.start()
+    try:
+        result = fn(gateway)
+        return await result if wait_async else result
+    finally:
+        await gateway.close()

@@ -1,0 +1,212 @@
+"""The MCP front on /mcp: full sessions for MCP clients, plain JSON for one bare POST.
+
+One low-level SDK `Server` answers both ways. Each request picks a session manager:
+a session id or an `initialize` goes to the stateful manager; anything else (curl,
+2026-style clients) goes to the stateless JSON manager, with the body replayed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import mcp.types as types
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, INVALID_REQUEST
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.datastructures import Headers, QueryParams
+from starlette.responses import JSONResponse
+from starlette.types import Message, Receive, Scope, Send
+
+from .gateway import Gateway, InvalidArguments, SelectionError, UnknownTool
+from .process import RemoteError
+
+SESSION_HEADER = "mcp-session-id"
+CLIENT_SESSION_HEADER = "x-session-id"
+META_SESSION_KEYS = ("gaia-env/session-id", "session_id", "sessionId")
+
+
+def requested_servers(scope: Scope) -> list[str] | None:
+    """Server selection: /servers/<id>/mcp, then the MCP_SERVERS header, then ?servers=."""
+    path_id = scope.get("path_params", {}).get("server_id")
+    if path_id:
+        return [path_id]
+    headers = Headers(scope=scope)
+    raw = (
+        headers.get("mcp_servers")
+        or headers.get("mcp-servers")
+        or QueryParams(scope["query_string"]).get("servers")
+    )
+    if not raw:
+        return None
+    return [part.strip() for part in raw.split(",") if part.strip()] or None
+
+
+def session_key(scope: Scope, meta: dict[str, Any] | None) -> str | None:
+    """The MCP session id, else X-Session-Id, else a session id in `_meta`; None means ephemeral."""
+    headers = Headers(scope=scope)
+    key = headers.get(SESSION_HEADER) or headers.get(CLIENT_SESSION_HEADER)
+    if key:
+        return key
+    for name in META_SESSION_KEYS:
+        if meta and meta.get(name):
+            return str(meta[name])
+    return None
+
+
+def build_server(gateway: Gateway) -> Server[Any]:
+    listings: dict[tuple[str, ...], tuple[list[dict[str, Any]], types.ListToolsResult]] = {}
+
+    def selection(ctx: Any) -> tuple[str, ...]:
+        request = ctx.request
+        try:
+            return gateway.select(requested_servers(request.scope) if request is not None else None)
+        except SelectionError as exc:
+            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
+
+    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        chosen = selection(ctx)
+        raw = gateway.list_tools(chosen)
+        cached = listings.get(chosen)
+        if cached is None or cached[0] is not raw:
+            cached = (raw, types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in raw]))
+            listings[chosen] = cached
+        return cached[1]
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        chosen = selection(ctx)
+        meta = dict(params.meta or {}) if params.meta else None
+        key = session_key(ctx.request.scope, meta) if ctx.request is not None else None
+        try:
+            result = await gateway.call_tool(params.name, params.arguments, chosen, key)
+        except (UnknownTool, InvalidArguments) as exc:
+            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
+        except RemoteError as exc:
+            raise MCPError(code=exc.code, message=exc.message, data=exc.data) from None
+        return types.CallToolResult.model_validate(result)
+
+    def input_schema(name: str) -> dict[str, Any] | None:
+        try:
+            return gateway.input_schema(gateway.route(name, tuple(gateway.pools)))
+        except UnknownTool:
+            return None
+
+    return Server(
+        "gaia-env",
+        version="0.1.0",
+        instructions="GAIA tool environment: every tool server behind one endpoint.",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        get_tool_input_schema=input_schema,
+    )
+
+
+class MCPEndpoint:
+    """The ASGI endpoint for /mcp and /servers/<id>/mcp (a plain app: no Mount, no redirect)."""
+
+    def __init__(
+        self, gateway: Gateway, security: TransportSecuritySettings, max_body: int, session_ttl: float
+    ):
+        self.gateway = gateway
+        self.max_body = max_body
+        server = build_server(gateway)
+        self.stateful = StreamableHTTPSessionManager(
+            server,
+            json_response=True,
+            security_settings=security,
+            max_request_body_size=max_body,
+            session_idle_timeout=session_ttl,
+        )
+        self.stateless = StreamableHTTPSessionManager(
+            server,
+            json_response=True,
+            stateless=True,
+            security_settings=security,
+            max_request_body_size=max_body,
+        )
+
+    @contextlib.asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        async with self.stateful.run(), self.stateless.run():
+            yield
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = Headers(scope=scope)
+        method = scope["method"]
+        session_id = headers.get(SESSION_HEADER)
+        version = headers.get("mcp-protocol-version")
+        if session_id:
+            await self.stateful.handle_request(scope, receive, send)
+            if method == "DELETE":
+                await self.gateway.end_session(session_id)
+            return
+        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            await self.stateless.handle_request(scope, receive, send)
+            return
+        if method == "DELETE" and headers.get(CLIENT_SESSION_HEADER):
+            ended = await self.gateway.end_session(headers[CLIENT_SESSION_HEADER])
+            await JSONResponse({"ended": ended})(scope, receive, send)
+            return
+        if method != "POST":
+            await self.stateful.handle_request(scope, receive, send)
+            return
+        body = await _read_body(receive, self.max_body)
+        if body is None:
+            await _jsonrpc_error(413, INVALID_REQUEST, f"Request body over {self.max_body} bytes.")(
+                scope, receive, send
+            )
+            return
+        manager = self.stateful if _is_initialize(body) else self.stateless
+        await manager.handle_request(scope, _replay(body, receive), send)
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+def _is_initialize(body: bytes) -> bool:
+    if b'"initialize"' not in body:
+        return False
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return False
+    messages = message if isinstance(message, list) else [message]
+    return any(isinstance(m, dict) and m.get("method") == "initialize" for m in messages)
+
+
+def _jsonrpc_error(status: int, code: int, message: str) -> JSONResponse:
+    return JSONResponse(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}, status_code=status
+    )

@@ -1,0 +1,234 @@
+"""The gateway's core: pools for every server, the catalog, sessions, metrics.
+
+Transport-free: the MCP front and the CLI both drive it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jsonschema import validators
+from jsonschema.exceptions import SchemaError, ValidationError
+
+from . import catalog
+from .metrics import Metrics
+from .pool import PoolError, ServerPool
+from .process import RemoteError
+from .registry import ServerSpec
+from .sessions import SessionStore
+
+logger = logging.getLogger("gaia_env.gateway")
+
+SESSION_ID_KEY = "gaia-env/session-id"
+WORKSPACE_KEY = "gaia-env/workspace"
+# Variables a server must not inherit from the gateway.
+PRIVATE_ENV = {"MCP_AUTH_TOKEN"}
+
+
+class SelectionError(ValueError):
+    pass
+
+
+class UnknownTool(ValueError):
+    pass
+
+
+class InvalidArguments(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class GatewayConfig:
+    workspace_root: Path
+    dataset_dir: Path
+    session_ttl: float = 1800.0
+    startup_timeout: float = 90.0
+
+
+class Gateway:
+    def __init__(self, specs: dict[str, ServerSpec], config: GatewayConfig, all_ids: list[str] | None = None):
+        self.config = config
+        self.metrics = Metrics()
+        self.known_ids = sorted(set(all_ids or specs) | set(specs))
+        env = _server_env(config)
+        self.pools = {
+            sid: ServerPool(spec, {**env, **spec.env}, on_restart=self._count_restart)
+            for sid, spec in specs.items()
+        }
+        self.sessions = SessionStore(config.workspace_root, config.session_ttl, on_end=self._forget_session)
+        self.started_at = time.time()
+        self._listings: dict[
+            tuple[str, ...], tuple[tuple[int, ...], list[dict[str, Any]], dict[str, catalog.ToolRoute]]
+        ] = {}
+        self._validators: dict[tuple[str, str, int], Any] = {}
+        self._reaper: asyncio.Task[None] | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        for pool in self.pools.values():
+            pool.start()
+        self._reaper = asyncio.create_task(self.sessions.reap_forever(), name="session-reaper")
+        await asyncio.gather(*(p.wait_started(self.config.startup_timeout) for p in self.pools.values()))
+
+    async def close(self) -> None:
+        if self._reaper:
+            self._reaper.cancel()
+        await asyncio.gather(*(p.close() for p in self.pools.values()), return_exceptions=True)
+        await self.sessions.close()
+
+    @property
+    def ready(self) -> bool:
+        return all(p.state == "ready" for p in self.pools.values())
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "ready": self.ready,
+            "uptime_s": round(time.time() - self.started_at, 1),
+            "sessions": len(self.sessions),
+            "servers": {sid: pool.describe() for sid, pool in self.pools.items()},
+        }
+
+    # -- selection and catalog -----------------------------------------------------------------
+
+    def select(self, requested: list[str] | None) -> tuple[str, ...]:
+        if not requested:
+            return tuple(self.pools)
+        unknown = [sid for sid in requested if sid not in self.known_ids]
+        if unknown:
+            raise SelectionError(
+                f"Unknown server id(s): {', '.join(unknown)}. Valid ids: {', '.join(self.known_ids)}."
+            )
+        off = [sid for sid in requested if sid not in self.pools]
+        if off:
+            raise SelectionError(
+                f"Server(s) {', '.join(off)} are not running in this gateway. Running: {', '.join(self.pools)}."
+            )
+        return tuple(dict.fromkeys(requested))
+
+    def _catalog(
+        self, selection: tuple[str, ...]
+    ) -> tuple[list[dict[str, Any]], dict[str, catalog.ToolRoute]]:
+        version = tuple(self.pools[sid].tools_version for sid in selection)
+        cached = self._listings.get(selection)
+        if cached is None or cached[0] != version:
+            tools = {sid: self.pools[sid].tools for sid in selection}
+            names = catalog.exposed_names({sid: [t["name"] for t in ts] for sid, ts in tools.items()})
+            cached = (version, catalog.listing(tools), names)
+            self._listings[selection] = cached
+        return cached[1], cached[2]
+
+    def list_tools(self, selection: tuple[str, ...]) -> list[dict[str, Any]]:
+        return self._catalog(selection)[0]
+
+    def route(self, name: str, selection: tuple[str, ...]) -> catalog.ToolRoute:
+        names = self._catalog(selection)[1]
+        route = names.get(name) or catalog.resolve(
+            name, {sid: [t["name"] for t in self.pools[sid].tools] for sid in selection}
+        )
+        if route is not None:
+            return route
+        server, sep, _ = name.partition(catalog.SEPARATOR)
+        if sep and server in selection and self.pools[server].state != "ready":
+            raise UnknownTool(f"Server {server} is unavailable ({self.pools[server].state}); retry shortly.")
+        down = [sid for sid in selection if not self.pools[sid].tools]
+        hint = f" Server(s) {', '.join(down)} are not up yet, so their tools are not listed." if down else ""
+        raise UnknownTool(f"Unknown tool: {name}. Call tools/list for the available tools.{hint}")
+
+    def input_schema(self, route: catalog.ToolRoute) -> dict[str, Any] | None:
+        for tool in self.pools[route.server].tools:
+            if tool["name"] == route.tool:
+                return tool.get("inputSchema")
+        return None
+
+    def validate(self, route: catalog.ToolRoute, arguments: dict[str, Any]) -> None:
+        key = (route.server, route.tool, self.pools[route.server].tools_version)
+        validator = self._validators.get(key)
+        if validator is None:
+            schema = self.input_schema(route) or {"type": "object"}
+            cls = validators.validator_for(schema)
+            try:
+                cls.check_schema(schema)
+            except SchemaError:
+                return  # the server's own validation stays in charge
+            validator = self._validators[key] = cls(schema)
+        error = next(iter(sorted(validator.iter_errors(arguments), key=lambda e: list(e.path))), None)
+        if error is not None:
+            raise InvalidArguments(_describe_invalid(route.tool, error))
+
+    # -- calls ---------------------------------------------------------------------------------
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None, selection: tuple[str, ...], session_key: str | None
+    ) -> dict[str, Any]:
+        """Run one tool call; tool and pool failures come back as an isError result."""
+        route = self.route(name, selection)
+        arguments = arguments or {}
+        self.validate(route, arguments)
+        pool = self.pools[route.server]
+        started = time.perf_counter()
+        outcome = "ok"
+        self.metrics.in_flight.labels(route.server).inc()
+        try:
+            async with self.sessions.use(session_key) as session:
+                meta = {SESSION_ID_KEY: session.key, WORKSPACE_KEY: str(session.workspace)}
+                params = {"name": route.tool, "arguments": arguments, "_meta": meta}
+                result = await pool.call("tools/call", params, session_key)
+            if result.get("isError"):
+                outcome = "tool_error"
+            return result
+        except PoolError as exc:
+            outcome = "gateway_error"
+            return {"content": [{"type": "text", "text": str(exc)}], "isError": True}
+        except RemoteError:
+            outcome = "gateway_error"
+            raise
+        finally:
+            elapsed = time.perf_counter() - started
+            self.metrics.in_flight.labels(route.server).dec()
+            self.metrics.calls.labels(route.server, route.tool, outcome).inc()
+            self.metrics.latency.labels(route.server, route.tool).observe(elapsed)
+            self.metrics.sessions.set(len(self.sessions))
+            logger.info(
+                "tool call",
+                extra={
+                    "server": route.server,
+                    "tool": route.tool,
+                    "session": session_key,
+                    "outcome": outcome,
+                    "duration_ms": round(elapsed * 1000, 1),
+                },
+            )
+
+    async def end_session(self, key: str) -> bool:
+        return await self.sessions.end(key)
+
+    def _forget_session(self, key: str) -> None:
+        for pool in self.pools.values():
+            pool.forget_session(key)
+
+    def _count_restart(self, server: str) -> None:
+        self.metrics.restarts.labels(server).inc()
+
+
+def _server_env(config: GatewayConfig) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in PRIVATE_ENV}
+    env["GAIA_WORKSPACE_ROOT"] = str(config.workspace_root.resolve())
+    env["GAIA_DATASET_DIR"] = str(config.dataset_dir.resolve())
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+def _describe_invalid(tool: str, error: ValidationError) -> str:
+    where = ".".join(str(p) for p in error.absolute_path)
+    if error.validator == "required":
+        return f"Invalid arguments for {tool}: {error.message}."
+    if error.validator == "additionalProperties":
+        return f"Invalid arguments for {tool}: {error.message}."
+    return f"Invalid arguments for {tool}: '{where or 'arguments'}': {error.message}."

@@ -1,0 +1,237 @@
+"""One server process and its persistent MCP client session over stdio.
+
+A plain JSON-RPC line client: requests are matched to replies by id, so many calls
+share one pipe. When the process exits every pending call fails at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import itertools
+import json
+import logging
+import os
+import signal
+from collections.abc import Mapping
+from typing import Any
+
+import psutil
+
+logger = logging.getLogger("gaia_env.process")
+
+PROTOCOL_VERSION = "2025-11-25"
+MAX_LINE_BYTES = 256 * 1024 * 1024
+
+
+class ServerGone(Exception):
+    """The server process exited (or was stopped) while a call was pending."""
+
+
+class CallTimeout(Exception):
+    pass
+
+
+class RemoteError(Exception):
+    def __init__(self, code: int, message: str, data: Any = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class ServerProcess:
+    def __init__(self, name: str, argv: list[str], env: Mapping[str, str]):
+        self.name = name
+        self.argv = argv
+        self.env = dict(env)
+        self.proc: asyncio.subprocess.Process | None = None
+        self.stderr_tail: collections.deque[str] = collections.deque(maxlen=50)
+        self.exited = asyncio.Event()
+        self._ids = itertools.count(1)
+        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    async def start(self, timeout: float) -> list[dict[str, Any]]:
+        """Spawn, handshake, and return the server's tools."""
+        self.proc = await asyncio.create_subprocess_exec(
+            *self.argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=self.env,
+            start_new_session=True,  # its own process group, so the whole tree can be killed
+            limit=MAX_LINE_BYTES,
+        )
+        self._tasks = [
+            asyncio.create_task(self._read_replies(), name=f"{self.name}-stdout"),
+            asyncio.create_task(self._read_stderr(), name=f"{self.name}-stderr"),
+        ]
+        init = {
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "gaia-env-gateway", "version": "0.1.0"},
+        }
+        await self.request("initialize", init, timeout)
+        self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return await self.list_tools(timeout)
+
+    async def list_tools(self, timeout: float) -> list[dict[str, Any]]:
+        tools: list[dict[str, Any]] = []
+        cursor = None
+        while True:
+            result = await self.request("tools/list", {"cursor": cursor} if cursor else {}, timeout)
+            tools.extend(result.get("tools", []))
+            cursor = result.get("nextCursor")
+            if not cursor:
+                return tools
+
+    async def request(self, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
+        if self.exited.is_set():
+            raise ServerGone(self.last_words())
+        request_id = next(self._ids)
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        try:
+            self._send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+            async with asyncio.timeout(timeout):
+                return await future
+        except TimeoutError:
+            self._cancel(request_id, f"timed out after {timeout:g} s")
+            raise CallTimeout(method) from None
+        except asyncio.CancelledError:
+            self._cancel(request_id, "the client cancelled the call")
+            raise
+        finally:
+            self._pending.pop(request_id, None)
+
+    def _cancel(self, request_id: int, reason: str) -> None:
+        if not self.exited.is_set():
+            with contextlib.suppress(Exception):
+                self._send(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/cancelled",
+                        "params": {"requestId": request_id, "reason": reason},
+                    }
+                )
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        if self.proc.stdin.is_closing():
+            raise ServerGone(self.last_words())
+        self.proc.stdin.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+
+    async def _read_replies(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        try:
+            while line := await self.proc.stdout.readline():
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    logger.warning("%s wrote a non-JSON line to stdout: %.200r", self.name, line)
+                    continue
+                self._dispatch(message)
+        except (ValueError, asyncio.LimitOverrunError):
+            logger.error("%s sent a message over %d bytes; stopping it", self.name, MAX_LINE_BYTES)
+        except ConnectionError:
+            pass
+        finally:
+            await self._on_exit()
+
+    def _dispatch(self, message: dict[str, Any]) -> None:
+        if "method" in message:
+            if "id" in message:  # a request from the server: we offer no client features but ping
+                reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
+                if message["method"] == "ping":
+                    reply["result"] = {}
+                else:
+                    reply["error"] = {
+                        "code": -32601,
+                        "message": f"The gateway does not offer {message['method']}",
+                    }
+                with contextlib.suppress(ServerGone, AssertionError):
+                    self._send(reply)
+            return
+        future = self._pending.get(message.get("id"))  # type: ignore[arg-type]
+        if future is None or future.done():
+            return
+        if "error" in message:
+            error = message["error"] or {}
+            future.set_exception(
+                RemoteError(error.get("code", -32603), error.get("message", ""), error.get("data"))
+            )
+        else:
+            future.set_result(message.get("result") or {})
+
+    async def _read_stderr(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        with contextlib.suppress(ValueError, ConnectionError):
+            while line := await self.proc.stderr.readline():
+                text = line.decode("utf-8", "replace").rstrip()
+                self.stderr_tail.append(text)
+                logger.info("[%s] %s", self.name, text)
+
+    async def _on_exit(self) -> None:
+        if self.proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                await self.proc.wait()
+        self.exited.set()
+        error = ServerGone(self.last_words())
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(error)
+
+    def last_words(self) -> str:
+        code = self.proc.returncode if self.proc else None
+        tail = next((line for line in reversed(self.stderr_tail) if line.strip()), "")
+        status = f"exited with code {code}" if code is not None else "stopped"
+        if code is not None and code < 0:
+            with contextlib.suppress(ValueError):
+                status = f"was killed by {signal.Signals(-code).name}"
+        return f"{status}{': ' + tail[:300] if tail else ''}"
+
+    async def stop(self, grace: float = 3.0) -> None:
+        """Stop the server and every process it started, whatever it does."""
+        if self.proc is None:
+            return
+        family = _process_tree(self.proc.pid)
+        if self.proc.returncode is None and self.proc.stdin is not None:
+            self.proc.stdin.close()  # a stdio server exits on EOF
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(grace / 2):
+                    await self.exited.wait()
+        family += [p for p in _process_tree(self.proc.pid) if p not in family]
+        _signal_all(self.proc.pid, family, signal.SIGTERM)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(grace / 2):
+                await self.exited.wait()
+        _signal_all(self.proc.pid, family, signal.SIGKILL)
+        await self.exited.wait()
+        for task in self._tasks:
+            task.cancel()
+
+    def kill(self) -> None:
+        """Kill at once (a hung server); the supervisor notices the exit."""
+        if self.proc is not None:
+            _signal_all(self.proc.pid, _process_tree(self.proc.pid), signal.SIGKILL)
+
+
+def _process_tree(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _signal_all(pid: int, family: list[psutil.Process], sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)  # the group started with the server (start_new_session)
+    for proc in family:  # and children that left the group
+        with contextlib.suppress(psutil.Error):
+            proc.send_signal(sig)

@@ -1,0 +1,437 @@
+"""The gateway end to end: a real `gaia-env serve` process, real server subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import threading
+import time
+
+import httpx
+import psutil
+import pytest
+from gateway_harness import PROBE_REGISTRY, RunningGateway, write_registry
+from mcp import Client
+
+DOCUMENTED_CURL = """curl -X POST http://localhost:8080/mcp -H "Content-Type: application/json" \\
+  -d '{"jsonrpc": "2.0", "method": "tools/list", "params": {}, "id": 1}'"""
+
+NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def _curl(command: str, port: str) -> tuple[int, dict]:
+    argv = shlex.split(command.replace("\\\n", " ").replace("localhost:8080", f"localhost:{port}"))
+    out = subprocess.run([*argv, "-s", "-w", "\n%{http_code}"], capture_output=True, text=True, timeout=60)
+    body, _, status = out.stdout.rpartition("\n")
+    return int(status), json.loads(body)
+
+
+# -- the documented entry points ------------------------------------------------------------------
+
+
+def test_documented_curl_lists_tools(real_gateway: RunningGateway) -> None:
+    assert DOCUMENTED_CURL in (real_gateway_readme := open("README.md").read()), (
+        "README lost the curl example"
+    )
+    del real_gateway_readme
+    status, reply = _curl(DOCUMENTED_CURL, real_gateway.base.rsplit(":", 1)[1])
+    assert status == 200
+    names = {tool["name"] for tool in reply["result"]["tools"]}
+    assert len(names) == 14 + 2 + 2
+    assert {"read_text_file", "extract_text_content", "extract_csv_content"} <= names
+    assert all(NAME.match(name) for name in names)
+
+
+def test_curl_tools_call_is_plain_json(real_gateway: RunningGateway) -> None:
+    command = DOCUMENTED_CURL.replace(
+        '"method": "tools/list", "params": {}',
+        '"method": "tools/call", "params": {"name": "list_allowed_directories", "arguments": {}}',
+    )
+    status, reply = _curl(command, real_gateway.base.rsplit(":", 1)[1])
+    assert status == 200
+    assert reply["result"]["isError"] is False
+    assert "/workspace/gaia_dataset" in reply["result"]["content"][0]["text"]
+
+
+@pytest.mark.anyio
+async def test_sdk_session_keeps_one_workspace(real_gateway: RunningGateway) -> None:
+    async with Client(real_gateway.url, mode="legacy") as client:
+        await client.send_ping()
+        tools = await client.list_tools()
+        assert len(tools.tools) == 18
+        written = await client.call_tool("write_file", {"path": "notes/a.txt", "content": "kept\n"})
+        assert not written.is_error, written
+        read = await client.call_tool("read_text_file", {"path": "notes/a.txt"})
+        assert read.content[0].text.startswith("kept")
+
+
+@pytest.mark.anyio
+async def test_sdk_auto_mode_lists_and_calls(real_gateway: RunningGateway) -> None:
+    async with Client(real_gateway.url) as client:
+        tools = await client.list_tools()
+        assert len(tools.tools) == 18
+        result = await client.call_tool("list_allowed_directories", {})
+        assert not result.is_error
+
+
+# -- selection and naming -------------------------------------------------------------------------
+
+
+def test_collision_names_are_qualified(real_gateway: RunningGateway) -> None:
+    names = {t["name"] for t in real_gateway.rpc("tools/list").json()["result"]["tools"]}
+    assert "list_supported_formats" not in names
+    assert {
+        "documents-txt-server__list_supported_formats",
+        "documents-csv-server__list_supported_formats",
+    } <= names
+    txt = real_gateway.call("documents-txt-server__list_supported_formats")
+    csv = real_gateway.call("documents-csv-server__list_supported_formats")
+    assert not txt["isError"] and not csv["isError"]
+    assert txt["content"][0]["text"] != csv["content"][0]["text"]
+
+
+def test_selection_by_header_query_and_path(real_gateway: RunningGateway) -> None:
+    def names(**kwargs) -> set[str]:
+        return {t["name"] for t in real_gateway.rpc("tools/list", **kwargs).json()["result"]["tools"]}
+
+    by_header = names(headers={"MCP_SERVERS": "documents-txt-server"})
+    assert by_header == {"extract_text_content", "list_supported_formats"}
+    assert names(headers={"MCP-Servers": "documents-txt-server,documents-csv-server"}) >= {
+        "documents-csv-server__list_supported_formats"
+    }
+    assert names(path="/mcp?servers=documents-csv-server") == {
+        "extract_csv_content",
+        "list_supported_formats",
+    }
+    assert names(path="/servers/filesystem-server/mcp") == names(headers={"MCP_SERVERS": "filesystem-server"})
+    # With one server selected the bare name is unique again, and the qualified form still works.
+    only_txt = {"MCP_SERVERS": "documents-txt-server"}
+    assert not real_gateway.call("list_supported_formats", headers=only_txt)["isError"]
+    assert not real_gateway.call("documents-txt-server__list_supported_formats", headers=only_txt)["isError"]
+
+
+def test_unknown_server_id_lists_valid_ids(real_gateway: RunningGateway) -> None:
+    reply = real_gateway.rpc("tools/list", headers={"MCP_SERVERS": "no-such-server"}).json()
+    assert reply["error"]["code"] == -32602
+    assert "no-such-server" in reply["error"]["message"] and "filesystem-server" in reply["error"]["message"]
+    reply = real_gateway.rpc("tools/list", path="/servers/nope/mcp").json()
+    assert reply["error"]["code"] == -32602
+
+
+# -- sessions --------------------------------------------------------------------------------------
+
+
+def test_sessions_cannot_see_each_others_files(real_gateway: RunningGateway) -> None:
+    alice, bob = {"X-Session-Id": "alice"}, {"X-Session-Id": "bob"}
+    assert not real_gateway.call(
+        "write_file", {"path": "secret.txt", "content": "alice only"}, headers=alice
+    )["isError"]
+    assert (
+        "alice only"
+        in real_gateway.call("read_text_file", {"path": "secret.txt"}, headers=alice)["content"][0]["text"]
+    )
+    denied = real_gateway.call("read_text_file", {"path": "secret.txt"}, headers=bob)
+    assert denied["isError"]
+    listing = real_gateway.call("list_directory", {"path": "."}, headers=bob)["content"][0]["text"]
+    assert "secret.txt" not in listing
+    # Bob cannot reach Alice's workspace by absolute path either.
+    alice_dir = next(p for p in real_gateway.workspace_root.iterdir() if (p / "secret.txt").exists())
+    escaped = real_gateway.call("read_text_file", {"path": str(alice_dir / "secret.txt")}, headers=bob)
+    assert escaped["isError"] and "outside the allowed directories" in escaped["content"][0]["text"]
+
+
+def test_sessionless_calls_get_a_fresh_workspace_each_time(real_gateway: RunningGateway) -> None:
+    assert not real_gateway.call("write_file", {"path": "tmp.txt", "content": "x"})["isError"]
+    assert real_gateway.call("read_text_file", {"path": "tmp.txt"})["isError"]
+    assert not any(p.name.startswith("e-") for p in real_gateway.workspace_root.iterdir())
+
+
+def test_delete_ends_session_and_removes_workspace(real_gateway: RunningGateway) -> None:
+    carol = {"X-Session-Id": "carol"}
+    real_gateway.call("write_file", {"path": "c.txt", "content": "c"}, headers=carol)
+    before = {p.name for p in real_gateway.workspace_root.iterdir()}
+    reply = httpx.delete(real_gateway.url, headers=real_gateway.headers(**carol))
+    assert reply.status_code == 200 and reply.json() == {"ended": True}
+    after = {p.name for p in real_gateway.workspace_root.iterdir()}
+    assert len(before - after) == 1
+    assert real_gateway.call("read_text_file", {"path": "c.txt"}, headers=carol)["isError"]
+
+
+@pytest.mark.anyio
+async def test_mcp_session_delete_removes_workspace(real_gateway: RunningGateway) -> None:
+    before = {p.name for p in real_gateway.workspace_root.iterdir()}
+    async with Client(real_gateway.url, mode="legacy") as client:
+        await client.call_tool("write_file", {"path": "m.txt", "content": "m"})
+        during = {p.name for p in real_gateway.workspace_root.iterdir()}
+        assert len(during - before) == 1
+    time.sleep(0.5)
+    assert {p.name for p in real_gateway.workspace_root.iterdir()} == before
+
+
+def test_dataset_is_readable_and_read_only(real_gateway: RunningGateway) -> None:
+    (real_gateway.dataset_dir / "2023").mkdir(exist_ok=True)
+    (real_gateway.dataset_dir / "2023" / "q.txt").write_text("dataset text\n")
+    read = real_gateway.call("read_text_file", {"path": "/workspace/gaia_dataset/2023/q.txt"})
+    assert "dataset text" in read["content"][0]["text"]
+    write = real_gateway.call("write_file", {"path": "/workspace/gaia_dataset/2023/q.txt", "content": "no"})
+    assert write["isError"] and "read-only" in write["content"][0]["text"]
+
+
+# -- malformed input -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        (b"{not json", -32700),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "no/such/method", "params": {}}', -32601),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"arguments": {}}}', -32602),
+        (
+            b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "nope", "arguments": {}}}',
+            -32602,
+        ),
+        (
+            b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", '
+            b'"params": {"name": "read_text_file", "arguments": {"path": 42}}}',
+            -32602,
+        ),
+        (
+            b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", '
+            b'"params": {"name": "read_text_file", "arguments": {}}}',
+            -32602,
+        ),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": "not an object"}', -32602),
+        (b"[1, 2, 3]", -32600),
+        (b'"just a string"', -32600),
+    ],
+)
+def test_malformed_requests_get_jsonrpc_errors(real_gateway: RunningGateway, body: bytes, code: int) -> None:
+    reply = httpx.post(real_gateway.url, content=body, headers={"Content-Type": "application/json"})
+    assert reply.status_code < 500
+    error = reply.json()["error"]
+    assert error["code"] == code, error
+    assert error["message"]
+
+
+def test_wrong_argument_type_message_names_the_field(real_gateway: RunningGateway) -> None:
+    reply = real_gateway.rpc("tools/call", {"name": "read_text_file", "arguments": {"path": 42}}).json()
+    assert "path" in reply["error"]["message"] and "string" in reply["error"]["message"]
+
+
+def test_oversized_body_is_refused(real_gateway: RunningGateway) -> None:
+    big = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "write_file", "arguments": {"path": "big", "content": "x" * (17 * 1024 * 1024)}},
+    }
+    reply = httpx.post(real_gateway.url, json=big, headers={"Content-Type": "application/json"}, timeout=60)
+    assert reply.status_code == 413
+    assert reply.json()["error"]["code"] == -32600
+
+
+def test_get_without_session_is_a_client_error(real_gateway: RunningGateway) -> None:
+    reply = httpx.get(real_gateway.url, headers={"Accept": "text/event-stream"})
+    assert 400 <= reply.status_code < 500
+
+
+# -- operations ------------------------------------------------------------------------------------
+
+
+def test_ready_metrics_and_status_page(real_gateway: RunningGateway) -> None:
+    ready = httpx.get(real_gateway.base + "/ready")
+    assert ready.status_code == 200
+    servers = ready.json()["servers"]
+    assert set(servers) == {"filesystem-server", "documents-txt-server", "documents-csv-server"}
+    assert servers["filesystem-server"]["tools"] == 14 and servers["filesystem-server"]["state"] == "ready"
+    real_gateway.call("list_allowed_directories")
+    metrics = httpx.get(real_gateway.base + "/metrics").text
+    assert (
+        'gaia_env_tool_calls_total{outcome="ok",server="filesystem-server",tool="list_allowed_directories"}'
+        in metrics
+    )
+    assert "gaia_env_tool_call_seconds_bucket" in metrics and "gaia_env_server_restarts" in metrics
+    page = httpx.get(real_gateway.base + "/")
+    assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+    assert "filesystem-server" in page.text and "ready" in page.text
+    assert httpx.get(real_gateway.base + "/health").json() == {"status": "ok"}
+
+
+def test_logs_are_structured_with_request_ids(real_gateway: RunningGateway) -> None:
+    real_gateway.call("list_allowed_directories", headers={"X-Request-Id": "req-abc-123"})
+    time.sleep(0.2)
+    lines = [json.loads(line) for line in real_gateway.log().splitlines() if line.startswith("{")]
+    call = next(e for e in lines if e.get("request_id") == "req-abc-123")
+    assert call["server"] == "filesystem-server" and call["tool"] == "list_allowed_directories"
+
+
+# -- failures: crash, hang, shutdown ---------------------------------------------------------------
+
+
+def test_server_killed_mid_call_fails_fast_and_comes_back(probe_gateway: RunningGateway) -> None:
+    pid_before = int(probe_gateway.call("probe-a__whoami")["content"][0]["text"].split()[-1])
+    results: dict[str, object] = {}
+
+    def slow_call() -> None:
+        started = time.monotonic()
+        results["reply"] = probe_gateway.call("probe-a__nap", {"seconds": 3.5})
+        results["elapsed"] = time.monotonic() - started
+
+    worker = threading.Thread(target=slow_call)
+    worker.start()
+    time.sleep(0.5)
+    os.kill(pid_before, signal.SIGKILL)
+    worker.join(10)
+    reply = results["reply"]
+    assert reply["isError"] and "probe-a" in reply["content"][0]["text"]
+    assert results["elapsed"] < 2.0
+    # The other server never noticed.
+    assert probe_gateway.call("probe-b__echo", {"text": "still here"})["content"][0]["text"] == "still here"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and probe_gateway.status()["servers"]["probe-a"]["state"] != "ready":
+        time.sleep(0.2)
+    after = probe_gateway.call("probe-a__whoami")
+    assert not after["isError"] and int(after["content"][0]["text"].split()[-1]) != pid_before
+    assert probe_gateway.status()["servers"]["probe-a"]["restarts"] >= 1
+
+
+def test_hung_server_times_out_and_is_restarted(probe_gateway: RunningGateway) -> None:
+    pid_before = int(probe_gateway.call("probe-a__whoami")["content"][0]["text"].split()[-1])
+    started = time.monotonic()
+    reply = probe_gateway.call("probe-a__freeze", {"seconds": 60})
+    assert reply["isError"]
+    text = reply["content"][0]["text"]
+    assert "freeze" in text and "probe-a" in text and "4 s" in text
+    assert time.monotonic() - started < 10
+    deadline = time.monotonic() + 30
+    pid_after = pid_before
+    while time.monotonic() < deadline and pid_after == pid_before:
+        time.sleep(0.5)
+        answer = probe_gateway.call("probe-a__whoami")
+        if not answer["isError"]:
+            pid_after = int(answer["content"][0]["text"].split()[-1])
+    assert pid_after != pid_before
+    assert not psutil.pid_exists(pid_before) or psutil.Process(pid_before).status() == psutil.STATUS_ZOMBIE
+
+
+def test_stateful_session_sticks_to_one_replica(probe_gateway: RunningGateway) -> None:
+    pids = set()
+    for _ in range(6):
+        text = probe_gateway.call("probe-b__whoami", headers={"X-Session-Id": "sticky"})["content"][0]["text"]
+        pids.add(text.split()[-1])
+    assert len(pids) == 1
+
+
+def test_crash_loop_marks_server_failed_and_gateway_stays_up(gateway_factory, tmp_path) -> None:
+    registry = write_registry(
+        tmp_path / "crashy.toml",
+        """
+        [servers.crashy]
+        command = ["{python}", "-c", "import sys; sys.stderr.write('boom: missing thing\\\\n'); sys.exit(7)"]
+        [servers.probe-a]
+        command = ["{python}", "{probe}"]
+    """,
+    )
+    gateway = gateway_factory("--config", str(registry), wait_ready=False)
+    deadline = time.monotonic() + 40
+    state = {}
+    while time.monotonic() < deadline:
+        try:
+            state = httpx.get(gateway.base + "/ready").json()
+        except httpx.HTTPError:
+            time.sleep(0.3)
+            continue
+        if state["servers"]["crashy"]["state"] == "failed":
+            break
+        time.sleep(0.3)
+    assert state["servers"]["crashy"]["state"] == "failed"
+    assert "boom: missing thing" in state["servers"]["crashy"]["last_error"]
+    assert httpx.get(gateway.base + "/ready").status_code == 503
+    assert gateway.call("probe-a__echo", {"text": "fine"})["content"][0]["text"] == "fine"
+    reply = gateway.rpc("tools/call", {"name": "crashy__anything", "arguments": {}}).json()
+    assert "crashy" in reply["error"]["message"] and "unavailable" in reply["error"]["message"]
+
+
+def test_shutdown_leaves_no_process_behind(gateway_factory, tmp_path) -> None:
+    registry = write_registry(tmp_path / "probe.toml", PROBE_REGISTRY)
+    gateway = gateway_factory("--config", str(registry))
+    grandchild = int(gateway.call("probe-a__spawn_child")["content"][0]["text"])
+    family = gateway.server_pids()
+    assert grandchild in family and len(family) >= 4
+    assert gateway.stop() in (0, -signal.SIGTERM)  # uvicorn re-raises the signal it handled
+    time.sleep(0.5)
+    alive = [
+        pid
+        for pid in family
+        if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    ]
+    assert alive == []
+
+
+def test_bounded_queue_answers_busy(gateway_factory, tmp_path) -> None:
+    registry = write_registry(
+        tmp_path / "tight.toml",
+        """
+        [servers.probe-a]
+        command = ["{python}", "{probe}"]
+        max_in_flight = 1
+        max_queue = 1
+        timeout = 20
+    """,
+    )
+    gateway = gateway_factory("--config", str(registry))
+    replies: list[dict] = []
+    threads = [
+        threading.Thread(target=lambda: replies.append(gateway.call("nap", {"seconds": 2}))) for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+        time.sleep(0.1)
+    for thread in threads:
+        thread.join(30)
+    busy = [r for r in replies if r["isError"]]
+    assert len(replies) == 4 and len(busy) >= 1
+    assert all("busy" in r["content"][0]["text"] for r in busy)
+    assert sum(not r["isError"] for r in replies) >= 2
+
+
+# -- security --------------------------------------------------------------------------------------
+
+
+def test_bearer_token_guards_everything_but_health(gateway_factory, tmp_path) -> None:
+    registry = write_registry(tmp_path / "probe.toml", PROBE_REGISTRY)
+    gateway = gateway_factory("--config", str(registry), token="s3cret")
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    assert httpx.post(gateway.url, json=body).status_code == 401
+    assert httpx.post(gateway.url, json=body, headers={"Authorization": "Bearer wrong"}).status_code == 401
+    assert httpx.get(gateway.base + "/metrics").status_code == 401
+    assert httpx.get(gateway.base + "/health").status_code == 200
+    ok = httpx.post(
+        gateway.url, json=body, headers={"Authorization": "Bearer s3cret", "Host": "gpu-node-17:8080"}
+    )
+    assert ok.status_code == 200 and ok.json()["result"]["tools"]
+
+
+def test_cluster_host_header_needs_operator_consent(gateway_factory, tmp_path) -> None:
+    registry = write_registry(tmp_path / "probe.toml", PROBE_REGISTRY)
+    strict = gateway_factory("--config", str(registry))
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    assert httpx.post(strict.url, json=body, headers={"Host": "gpu-node-17:8080"}).status_code == 421
+    allowed = gateway_factory("--config", str(registry), "--allowed-hosts", "gpu-node-17")
+    assert httpx.post(allowed.url, json=body, headers={"Host": "gpu-node-17:8080"}).status_code == 200
+
+
+def test_non_loopback_bind_without_token_is_refused(tmp_path) -> None:
+    out = subprocess.run(
+        ["gaia-env", "serve", "--host", "0.0.0.0", "--port", "1", "--workspace-root", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={k: v for k, v in os.environ.items() if k != "MCP_AUTH_TOKEN"},
+    )
+    assert out.returncode == 2
+    assert "MCP_AUTH_TOKEN" in out.stderr and "--insecure" in out.stderr
