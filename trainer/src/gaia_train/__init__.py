@@ -1,0 +1,1 @@
+"""GAIA training and evaluation on top of the gaia-env MCP gateway."""

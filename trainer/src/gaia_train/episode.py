@@ -1,0 +1,221 @@
+"""The episode loop, shared by VeRL training and `gaia-train eval`.
+
+messages -> policy -> tool calls -> MCP -> tool messages -> policy ... until the model gives an
+`<answer>`, makes no tool call, or a limit (turns, response tokens, episode deadline) ends it.
+A policy is anything that turns the conversation into the next assistant turn: the VeRL
+adapter samples token ids from the rollout server, eval calls an OpenAI-compatible endpoint.
+How tokens are kept is the policy's business; this loop only sees messages.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections import Counter
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import anyio
+
+from .mcp_session import McpToolSession, ToolOutcome
+from .reward import extract_answer
+from .toolcalls import ToolCall, parse_tool_calls, strip_tool_calls
+
+
+class ModelError(RuntimeError):
+    """The model endpoint failed for good (after its retries); the episode ends with it."""
+
+
+@dataclass
+class Generation:
+    text: str
+    """What the model wrote in this turn (content; reasoning kept apart when the server splits it)."""
+    tool_calls: list[ToolCall] | None = None
+    """Calls the server already parsed; None means: parse `<tool_call>` blocks out of `text`."""
+    truncated: bool = False
+    """The turn stopped at its token limit rather than by itself."""
+    reasoning: str | None = None
+
+
+class Policy(Protocol):
+    async def start(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> None:
+        """Receive the opening conversation and the tool schemas, before the first turn."""
+
+    async def generate(self, messages: list[dict[str, Any]]) -> Generation:
+        """The next assistant turn for `messages`."""
+
+    async def observe(self, tool_messages: list[dict[str, Any]]) -> bool:
+        """Take in the tool results of the last turn; False when no token budget is left for another turn."""
+
+    def budget_left(self) -> bool:
+        """Whether another turn can still be generated within the response budget."""
+
+
+@dataclass(frozen=True)
+class EpisodeLimits:
+    max_turns: int = 32
+    """Assistant turns per episode."""
+    max_parallel_calls: int = 8
+    """Tool calls of one turn that run at the same time; the rest wait, none is dropped."""
+    episode_timeout_s: float = 1800.0
+
+    def __post_init__(self) -> None:
+        if self.max_turns < 1:
+            raise ValueError(f"max_turns must be at least 1, got {self.max_turns}")
+        if self.max_parallel_calls < 1:
+            raise ValueError(f"max_parallel_calls must be at least 1, got {self.max_parallel_calls}")
+        if self.episode_timeout_s <= 0:
+            raise ValueError(f"episode_timeout_s must be positive, got {self.episode_timeout_s}")
+
+
+class Stop(enum.StrEnum):
+    ANSWER = "answer"
+    NO_TOOL_CALL = "no_tool_call"
+    MAX_TURNS = "max_turns"
+    RESPONSE_BUDGET = "response_budget"
+    DEADLINE = "deadline"
+    MODEL_ERROR = "model_error"
+
+
+@dataclass
+class EpisodeMetrics:
+    turns: int = 0
+    tool_turns: int = 0
+    tool_calls: Counter[str] = field(default_factory=Counter)
+    tool_errors: int = 0
+    model_seconds: float = 0.0
+    tool_seconds: float = 0.0
+    wall_seconds: float = 0.0
+
+    @property
+    def total_tool_calls(self) -> int:
+        return sum(self.tool_calls.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "turns": self.turns,
+            "tool_turns": self.tool_turns,
+            "tool_calls": dict(self.tool_calls),
+            "total_tool_calls": self.total_tool_calls,
+            "tool_errors": self.tool_errors,
+            "model_seconds": round(self.model_seconds, 4),
+            "tool_seconds": round(self.tool_seconds, 4),
+            "wall_seconds": round(self.wall_seconds, 4),
+        }
+
+
+@dataclass
+class EpisodeResult:
+    messages: list[dict[str, Any]]
+    stop: Stop
+    answer: str | None
+    metrics: EpisodeMetrics
+    final_text: str = ""
+    error: str | None = None
+    session_id: str = ""
+
+
+class _State(enum.Enum):
+    GENERATE = "generate"
+    CALL_TOOLS = "call_tools"
+    DONE = "done"
+
+
+def _assistant_message(generation: Generation, calls: list[ToolCall], parsed_here: bool) -> dict[str, Any]:
+    # Calls parsed out of the text travel as structured tool_calls, so the text loses its
+    # blocks; otherwise a chat template would render every call twice.
+    content = strip_tool_calls(generation.text) if parsed_here and calls else generation.text
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        message["tool_calls"] = [call.to_message() for call in calls]
+    return message
+
+
+def _tool_message(call: ToolCall, outcome: ToolOutcome) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": outcome.text}
+
+
+async def run_episode(
+    messages: list[dict[str, Any]],
+    policy: Policy,
+    connect: Callable[[], AbstractAsyncContextManager[McpToolSession]],
+    limits: EpisodeLimits,
+) -> EpisodeResult:
+    """Run one episode in its own MCP session; the session is closed however the episode ends."""
+    messages = [dict(m) for m in messages]
+    metrics = EpisodeMetrics()
+    started = time.perf_counter()
+    state, stop, answer, error, final_text = _State.GENERATE, Stop.NO_TOOL_CALL, None, None, ""
+    pending: list[ToolCall] = []
+    session_id = ""
+
+    async with connect() as tools:
+        session_id = tools.session_id
+        with anyio.move_on_after(limits.episode_timeout_s) as deadline:
+            await policy.start(messages, tools.openai_tools())
+            while state is not _State.DONE:
+                if state is _State.GENERATE:
+                    if metrics.turns >= limits.max_turns:
+                        state, stop = _State.DONE, Stop.MAX_TURNS
+                        continue
+                    t0 = time.perf_counter()
+                    try:
+                        generation = await policy.generate(messages)
+                    except ModelError as exc:
+                        state, stop, error = _State.DONE, Stop.MODEL_ERROR, str(exc)
+                        continue
+                    finally:
+                        metrics.model_seconds += time.perf_counter() - t0
+                    metrics.turns += 1
+                    final_text = generation.text
+                    parsed_here = generation.tool_calls is None
+                    pending = (
+                        parse_tool_calls(generation.text, f"call_{metrics.turns}_")
+                        if parsed_here else generation.tool_calls
+                    )
+                    messages.append(_assistant_message(generation, pending, parsed_here))
+                    answer = extract_answer(generation.text)
+                    if answer is not None:
+                        state, stop = _State.DONE, Stop.ANSWER
+                    elif not pending:
+                        state = _State.DONE
+                        stop = Stop.RESPONSE_BUDGET if generation.truncated and not policy.budget_left() \
+                            else Stop.NO_TOOL_CALL
+                    elif not policy.budget_left():
+                        state, stop = _State.DONE, Stop.RESPONSE_BUDGET
+                    else:
+                        state = _State.CALL_TOOLS
+                elif state is _State.CALL_TOOLS:
+                    t0 = time.perf_counter()
+                    outcomes = await _call_all(tools, pending, limits.max_parallel_calls)
+                    metrics.tool_seconds += time.perf_counter() - t0
+                    metrics.tool_turns += 1
+                    for call, outcome in zip(pending, outcomes, strict=True):
+                        metrics.tool_calls[call.name] += 1
+                        metrics.tool_errors += outcome.is_error
+                    tool_messages = [_tool_message(c, o) for c, o in zip(pending, outcomes, strict=True)]
+                    messages.extend(tool_messages)
+                    if await policy.observe(tool_messages):
+                        state = _State.GENERATE
+                    else:
+                        state, stop = _State.DONE, Stop.RESPONSE_BUDGET
+        if deadline.cancelled_caught:
+            stop = Stop.DEADLINE
+    metrics.wall_seconds = time.perf_counter() - started
+    return EpisodeResult(messages, stop, answer, metrics, final_text, error, session_id)
+
+
+async def _call_all(tools: McpToolSession, calls: list[ToolCall], limit: int) -> list[ToolOutcome]:
+    outcomes: list[ToolOutcome | None] = [None] * len(calls)
+    gate = anyio.Semaphore(limit)
+
+    async def one(index: int, call: ToolCall) -> None:
+        async with gate:
+            outcomes[index] = await tools.call(call)
+
+    async with anyio.create_task_group() as group:
+        for index, call in enumerate(calls):
+            group.start_soon(one, index, call)
+    return [o for o in outcomes if o is not None]

@@ -1,0 +1,258 @@
+"""One MCP session per episode: its own `X-Session-Id`, so its own workspace on the gateway.
+
+The session lists the tools once, checks every call against the listed schema before sending
+it (a wrong call gets a precise message back, not a round trip), enforces a per-call
+deadline, caps the text a call returns, and is closed whatever happens: the SDK ends its
+transport, and a `DELETE /mcp` with the session header tells the gateway to drop the
+workspace.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import jsonschema
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import CallToolResult, EmbeddedResource, ImageContent, TextContent, Tool
+
+from .toolcalls import ToolCall
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MCP_URL = "http://127.0.0.1:8080/mcp"
+
+
+class EnvironmentUnavailable(RuntimeError):
+    """The MCP endpoint could not be reached or refused to open a session."""
+
+
+@dataclass(frozen=True)
+class McpSettings:
+    url: str = DEFAULT_MCP_URL
+    servers: str | None = None
+    """Comma-separated server ids sent as the `MCP_SERVERS` header; None for all."""
+    call_timeout_s: float = 120.0
+    max_output_chars: int = 8192
+    auth_token: str | None = None
+    mode: str = "auto"
+    """mcp.Client connect mode: "auto" (discover, fall back to initialize) or "legacy"."""
+
+    def __post_init__(self) -> None:
+        if not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"MCP server URL must start with http:// or https://, got {self.url!r}")
+        if self.call_timeout_s <= 0:
+            raise ValueError(f"call_timeout_s must be positive, got {self.call_timeout_s}")
+        if self.max_output_chars < 100:
+            raise ValueError(f"max_output_chars must be at least 100, got {self.max_output_chars}")
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> McpSettings:
+        """MCP_SERVER_URL, MCP_SERVERS and MCP_AUTH_TOKEN, then explicit overrides (None = unset)."""
+        values: dict[str, Any] = {
+            "url": os.environ.get("MCP_SERVER_URL") or DEFAULT_MCP_URL,
+            "servers": os.environ.get("MCP_SERVERS") or None,
+            "auth_token": os.environ.get("MCP_AUTH_TOKEN") or None,
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+
+@dataclass
+class ToolOutcome:
+    text: str
+    is_error: bool
+    seconds: float
+
+
+def cap_text(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return (
+        text[:limit]
+        + f"\n[output truncated: showing {limit} of {len(text)} characters; "
+        "ask the tool for a later part (offset, page or start_index arguments) to read on]"
+    )
+
+
+def openai_tool_schema(tool: Tool) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description or "",
+            "parameters": tool.input_schema,
+        },
+    }
+
+
+def _render_content(result: CallToolResult) -> str:
+    parts = []
+    for block in result.content:
+        if isinstance(block, TextContent):
+            parts.append(block.text)
+        elif isinstance(block, ImageContent):
+            parts.append(f"[image {block.mime_type}, {len(block.data) * 3 // 4} bytes]")
+        elif isinstance(block, EmbeddedResource):
+            resource = block.resource
+            text = getattr(resource, "text", None)
+            parts.append(text if text is not None else f"[binary resource {resource.uri}]")
+        else:
+            parts.append(f"[{block.type} content]")
+    if not parts and result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content, ensure_ascii=False))
+    return "\n".join(parts)
+
+
+def _describe_parameters(schema: dict[str, Any]) -> str:
+    props = schema.get("properties") or {}
+    required = set(schema.get("required") or [])
+    if not props:
+        return "it takes no parameters"
+    items = []
+    for name, spec in props.items():
+        kind = spec.get("type", "any") if isinstance(spec, dict) else "any"
+        items.append(f"{name} ({kind}{', required' if name in required else ''})")
+    return "its parameters are " + ", ".join(items)
+
+
+class McpToolSession:
+    """Async context manager around one MCP client session; see the module docstring."""
+
+    def __init__(self, settings: McpSettings, session_id: str | None = None):
+        self.settings = settings
+        self.session_id = session_id or f"gaia-train-{uuid.uuid4().hex}"
+        self.tools: dict[str, Tool] = {}
+        self._validators: dict[str, jsonschema.protocols.Validator] = {}
+        self._http: Any = None
+        self._client: Client | None = None
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"X-Session-Id": self.session_id}
+        if self.settings.servers:
+            headers["MCP-Servers"] = self.settings.servers
+        if self.settings.auth_token:
+            headers["Authorization"] = f"Bearer {self.settings.auth_token}"
+        return headers
+
+    async def __aenter__(self) -> McpToolSession:
+        self._http = create_mcp_http_client(headers=self._headers())
+        try:
+            await self._http.__aenter__()
+            client = Client(streamable_http_client(self.settings.url, http_client=self._http), mode=self.settings.mode)
+            await client.__aenter__()
+            self._client = client
+            await self._list_tools()
+        except BaseException as exc:
+            await self._close()
+            if isinstance(exc, Exception):
+                raise EnvironmentUnavailable(
+                    f"could not open an MCP session at {self.settings.url} "
+                    f"(servers: {self.settings.servers or 'all'}): {type(exc).__name__}: {exc}. "
+                    "Is the gateway running (gaia-env serve) and MCP_SERVER_URL right?"
+                ) from exc
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self._close()
+
+    async def _list_tools(self) -> None:
+        assert self._client is not None
+        cursor = None
+        for _ in range(100):
+            page = await self._client.list_tools(cursor=cursor)
+            for tool in page.tools:
+                self.tools[tool.name] = tool
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        if not self.tools:
+            raise EnvironmentUnavailable(
+                f"the MCP endpoint {self.settings.url} lists no tools for servers {self.settings.servers or 'all'}"
+            )
+
+    async def _close(self) -> None:
+        # Shielded: a cancelled episode (deadline, Ctrl-C) must still release its workspace.
+        with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+            if self._client is not None:
+                client, self._client = self._client, None
+                try:
+                    await client.__aexit__(None, None, None)
+                except Exception as exc:  # the session is going away; report and go on
+                    log.warning("closing MCP client for %s failed: %s", self.session_id, exc)
+            await self._delete_session()
+            if self._http is not None:
+                http, self._http = self._http, None
+                await http.__aexit__(None, None, None)
+
+    async def _delete_session(self) -> None:
+        if self._http is None:
+            return
+        try:
+            response = await self._http.delete(self.settings.url, timeout=5.0)
+            if response.status_code >= 500:
+                log.warning("DELETE %s for session %s answered %s", self.settings.url, self.session_id,
+                            response.status_code)
+        except Exception as exc:  # same as above: never turn cleanup into a failed episode
+            log.warning("DELETE %s for session %s failed: %s", self.settings.url, self.session_id, exc)
+
+    def openai_tools(self) -> list[dict[str, Any]]:
+        return [openai_tool_schema(tool) for tool in self.tools.values()]
+
+    def check(self, call: ToolCall) -> str | None:
+        """Why `call` cannot be sent, or None when it matches a listed tool's schema."""
+        if call.error:
+            return call.error
+        tool = self.tools.get(call.name)
+        if tool is None:
+            names = ", ".join(sorted(self.tools))
+            return f"Unknown tool {call.name!r}. The available tools are: {names}."
+        validator = self._validators.get(call.name)
+        if validator is None:
+            cls = jsonschema.validators.validator_for(tool.input_schema, default=jsonschema.Draft202012Validator)
+            validator = self._validators[call.name] = cls(tool.input_schema)
+        problems = sorted(validator.iter_errors(call.arguments), key=lambda e: list(e.path))
+        if problems:
+            details = "; ".join(
+                (f"{'/'.join(str(p) for p in e.path)}: " if e.path else "") + e.message for e in problems[:5]
+            )
+            return (
+                f"Invalid arguments for {call.name}: {details}. "
+                f"{_describe_parameters(tool.input_schema).capitalize()}."
+            )
+        return None
+
+    async def call(self, call: ToolCall) -> ToolOutcome:
+        """Run one call; every failure comes back as an error outcome the model can read."""
+        started = time.perf_counter()
+        problem = self.check(call)
+        if problem is not None:
+            return ToolOutcome(f"Error: {problem}", True, time.perf_counter() - started)
+        if self._client is None:
+            raise RuntimeError("McpToolSession.call used outside its async with block")
+        timeout = self.settings.call_timeout_s
+        try:
+            with anyio.fail_after(timeout):
+                result = await self._client.call_tool(call.name, call.arguments)
+        except TimeoutError:
+            text, is_error = f"Error: {call.name} did not finish within {timeout:g} s and was cancelled.", True
+        except MCPError as exc:
+            text, is_error = f"Error: {call.name} was refused: {exc}", True
+        except Exception as exc:  # transport failures: the episode goes on and the model is told
+            log.warning("tool call %s in session %s failed: %r", call.name, self.session_id, exc)
+            text, is_error = f"Error: the tool gateway failed during {call.name}: {type(exc).__name__}: {exc}", True
+        else:
+            text, is_error = _render_content(result), bool(result.is_error)
+            if not text.strip():
+                text = f"({call.name} returned no output)"
+        return ToolOutcome(cap_text(text, self.settings.max_output_chars), is_error, time.perf_counter() - started)

@@ -1,0 +1,124 @@
+"""The VeRL 0.9 agent loop: the shared episode loop over a token tape, registered as `gaia_agent`.
+
+VeRL builds one instance per trajectory (hydra.utils.instantiate from agent.yaml) and awaits
+`run(sampling_params, **row)`. Settings, first match wins: agent.yaml keys, then environment
+variables (MCP_SERVER_URL, MCP_SERVERS, MCP_AUTH_TOKEN, GAIA_TOOL_TIMEOUT_S,
+GAIA_EPISODE_TIMEOUT_S), then the rollout config (multi_turn.max_assistant_turns,
+max_parallel_calls, max_tool_response_length) and defaults.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from typing import Any
+
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
+
+from .episode import EpisodeLimits, EpisodeResult, run_episode
+from .mcp_session import McpSettings, McpToolSession
+from .tokens import TokenPolicy, TokenTape
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_TURNS = 32
+SMALL_TOOL_OUTPUT = 1024
+
+
+def _env_float(name: str) -> float | None:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a number of seconds, got {value!r}") from None
+
+
+@register("gaia_agent")
+class GaiaAgentLoop(AgentLoopBase):
+    def __init__(
+        self,
+        *args: Any,
+        mcp_server_url: str | None = None,
+        mcp_servers: str | None = None,
+        tool_timeout_s: float | None = None,
+        episode_timeout_s: float | None = None,
+        **kwargs: Any,
+    ):
+        # VeRL hands every agent loop its own tool list; this loop's tools come from MCP.
+        kwargs.pop("tools", None)
+        super().__init__(*args, **kwargs)
+        multi_turn = self.rollout_config.multi_turn
+        self.prompt_length = int(self.rollout_config.prompt_length)
+        self.response_length = int(self.rollout_config.response_length)
+        max_output = int(multi_turn.max_tool_response_length)
+        if max_output < SMALL_TOOL_OUTPUT:
+            log.warning(
+                "actor_rollout_ref.rollout.multi_turn.max_tool_response_length=%d cuts documents short; "
+                "gaia recipes use 8192 or more", max_output,
+            )
+        self.limits = EpisodeLimits(
+            max_turns=int(multi_turn.max_assistant_turns or DEFAULT_MAX_TURNS),
+            max_parallel_calls=int(multi_turn.max_parallel_calls or 1),
+            episode_timeout_s=episode_timeout_s or _env_float("GAIA_EPISODE_TIMEOUT_S") or 1800.0,
+        )
+        self.mcp = McpSettings.from_env(
+            url=mcp_server_url,
+            servers=mcp_servers,
+            call_timeout_s=tool_timeout_s or _env_float("GAIA_TOOL_TIMEOUT_S"),
+            max_output_chars=max(max_output, 100),
+        )
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
+        if "raw_prompt" not in kwargs:
+            raise ValueError("the dataset row has no raw_prompt; set data.return_raw_chat=True")
+        messages = [dict(m) for m in kwargs["raw_prompt"]]
+        request_id = uuid.uuid4().hex
+        tape = TokenTape(
+            self.tokenizer, self.response_length, self.prompt_length, dict(self.apply_chat_template_kwargs or {})
+        )
+        server_fields: dict[str, Any] = {}
+
+        async def generate_ids(prompt_ids: list[int], max_tokens: int) -> tuple[list[int], list[float] | None]:
+            output = await self.server_manager.generate(
+                request_id=request_id,
+                prompt_ids=prompt_ids,
+                sampling_params={**sampling_params, "max_tokens": max_tokens},
+            )
+            # Partial-rollout bookkeeping from the server: the first answer's fields, with
+            # the latest max_global_steps, as VeRL's own tool loop keeps them.
+            if not server_fields:
+                server_fields.update(output.extra_fields)
+            elif "max_global_steps" in output.extra_fields:
+                server_fields["max_global_steps"] = output.extra_fields["max_global_steps"]
+            return list(output.token_ids), output.log_probs
+
+        result = await run_episode(
+            messages, TokenPolicy(tape, generate_ids), lambda: McpToolSession(self.mcp), self.limits
+        )
+        return self._output(tape, result, server_fields)
+
+    def _output(self, tape: TokenTape, result: EpisodeResult, server_fields: dict[str, Any]) -> AgentLoopOutput:
+        metrics = result.metrics
+        extra_fields = {
+            **server_fields,
+            "turn_scores": [],
+            "tool_rewards": [],
+            # Read by dense_reward_func through extra_info, and handy in rollout dumps.
+            "gaia_tool_calls": metrics.total_tool_calls,
+            "gaia_tool_errors": metrics.tool_errors,
+            "gaia_turns": metrics.turns,
+            "gaia_stop": str(result.stop),
+        }
+        return AgentLoopOutput(
+            prompt_ids=tape.prompt_ids,
+            response_ids=tape.response_ids,
+            response_mask=tape.response_mask,
+            response_logprobs=tape.response_logprobs or None,
+            # the user turn, every assistant turn, every turn of tool responses
+            num_turns=1 + metrics.turns + metrics.tool_turns,
+            metrics={"generate_sequences": metrics.model_seconds, "tool_calls": metrics.tool_seconds},
+            extra_fields=extra_fields,
+        )
