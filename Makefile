@@ -1,6 +1,7 @@
 # Fresh machine: `make serve` or `make test` installs what is missing first.
 SHELL := /bin/bash
-UV ?= $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
+# uv from PATH, else the copy pip installs (python3 -m uv works wherever pip put it).
+UV ?= $(shell command -v uv 2>/dev/null || echo python3 -m uv)
 HOST ?= 127.0.0.1
 PORT ?= 8080
 PYTEST_ARGS ?=
@@ -28,7 +29,7 @@ system-deps:
 	@scripts/system-deps.sh
 
 uv: system-deps
-	@command -v $(UV) >/dev/null 2>&1 || scripts/install-uv.sh
+	@$(UV) --version >/dev/null 2>&1 || scripts/install-uv.sh
 
 sync: uv
 	$(UV) sync --locked --inexact

@@ -28,7 +28,7 @@ def gateway_factory(tmp_path: Path) -> Iterator:
         gateway.stop()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def real_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningGateway]:
     """The shipped registry's three servers, as `make serve` runs them."""
     tmp = tmp_path_factory.mktemp("real")
@@ -37,7 +37,7 @@ def real_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningGa
     gateway.stop()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def probe_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningGateway]:
     tmp = tmp_path_factory.mktemp("probe")
     registry = write_registry(tmp / "servers.toml", PROBE_REGISTRY)

@@ -23,6 +23,7 @@ from starlette.datastructures import Headers, QueryParams
 from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
 
+from .bare import BareRequests
 from .gateway import Gateway, InvalidArguments, SelectionError, UnknownTool
 from .process import RemoteError
 
@@ -129,6 +130,7 @@ class MCPEndpoint:
             security_settings=security,
             max_request_body_size=max_body,
         )
+        self.bare = BareRequests(gateway, security)
 
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
@@ -161,8 +163,14 @@ class MCPEndpoint:
                 scope, receive, send
             )
             return
-        manager = self.stateful if _is_initialize(body) else self.stateless
-        await manager.handle_request(scope, _replay(body, receive), send)
+        if _is_initialize(body):
+            await self.stateful.handle_request(scope, _replay(body, receive), send)
+            return
+        fast = await self.bare.answer(body, scope, requested_servers(scope), session_key(scope, None))
+        if fast is not None:
+            await fast(scope, receive, send)
+            return
+        await self.stateless.handle_request(scope, _replay(body, receive), send)
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes | None:

@@ -1,0 +1,106 @@
+"""The fast path for one bare JSON-RPC POST: tools/list, tools/call and ping, answered as plain JSON.
+
+Training clients send these by the hundred per second. The SDK's stateless manager would build a
+server session for each; here they go straight to the gateway. Anything else (notifications,
+batches, other methods, malformed bodies, modern protocol headers) returns None and the SDK
+answers it, so the edge cases keep the SDK's exact behaviour.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp.server.streamable_http import check_accept_headers
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp_types import INVALID_PARAMS
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Scope
+
+from .gateway import Gateway, InvalidArguments, SelectionError, UnknownTool
+from .process import RemoteError
+
+FAST_METHODS = {"tools/list", "tools/call", "ping"}
+
+
+class BareRequests:
+    def __init__(self, gateway: Gateway, security: TransportSecuritySettings):
+        self.gateway = gateway
+        self.security = TransportSecurityMiddleware(security)
+        self._listings: dict[tuple[str, ...], tuple[list[dict[str, Any]], bytes]] = {}
+
+    async def answer(
+        self, body: bytes, scope: Scope, servers: list[str] | None, session: str | None
+    ) -> Response | None:
+        message = _simple_request(body)
+        if message is None:
+            return None
+        request = Request(scope)
+        has_json, _ = check_accept_headers(request)
+        if not has_json:
+            return None
+        if refusal := await self.security.validate_request(request, is_post=True):
+            return refusal
+        request_id, method, params = message["id"], message["method"], message.get("params") or {}
+        try:
+            selection = self.gateway.select(servers)
+            if method == "ping":
+                return _reply(request_id, b"{}")
+            if method == "tools/list":
+                return _reply(request_id, self._listing(selection))
+            return await self._call(request_id, params, selection, session)
+        except (SelectionError, UnknownTool, InvalidArguments) as exc:
+            return _error(request_id, INVALID_PARAMS, str(exc))
+        except RemoteError as exc:
+            return _error(request_id, exc.code, exc.message)
+
+    async def _call(
+        self, request_id: Any, params: dict[str, Any], selection: tuple[str, ...], session: str | None
+    ) -> Response | None:
+        name, arguments = params.get("name"), params.get("arguments")
+        if not isinstance(name, str) or not isinstance(arguments, dict | None):
+            return None  # the SDK words the validation error
+        meta = params.get("_meta")
+        if session is None and isinstance(meta, dict):
+            session = next(
+                (str(meta[k]) for k in ("gaia-env/session-id", "session_id", "sessionId") if meta.get(k)),
+                None,
+            )
+        result = await self.gateway.call_tool(name, arguments, selection, session)
+        return _reply(request_id, json.dumps(result, separators=(",", ":")).encode())
+
+    def _listing(self, selection: tuple[str, ...]) -> bytes:
+        tools = self.gateway.list_tools(selection)
+        cached = self._listings.get(selection)
+        if cached is None or cached[0] is not tools:
+            cached = (tools, json.dumps({"tools": tools}, separators=(",", ":")).encode())
+            self._listings[selection] = cached
+        return cached[1]
+
+
+def _simple_request(body: bytes) -> dict[str, Any] | None:
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    if (
+        not isinstance(message, dict)
+        or message.get("jsonrpc") != "2.0"
+        or message.get("method") not in FAST_METHODS
+        or not isinstance(message.get("id"), str | int)
+        or isinstance(message.get("id"), bool)
+        or not isinstance(message.get("params", {}), dict | None)
+    ):
+        return None
+    return message
+
+
+def _reply(request_id: Any, result: bytes) -> Response:
+    head = json.dumps({"jsonrpc": "2.0", "id": request_id}, separators=(",", ":")).encode()[:-1]
+    return Response(head + b',"result":' + result + b"}", media_type="application/json")
+
+
+def _error(request_id: Any, code: int, message: str) -> Response:
+    body = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+    return Response(json.dumps(body).encode(), media_type="application/json")
