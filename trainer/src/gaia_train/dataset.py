@@ -139,10 +139,7 @@ def user_prompt(task: GaiaTask, mount: str) -> str:
     text = task.question.strip()
     if task.attachment_relpath:
         # The reference recipe never told the agent its file existed; here it is named.
-        text += (
-            f"\n\nAttached file: {attachment_path(task, mount)}"
-            f" (original name {task.file_name}). Use the tools to open it."
-        )
+        text += f"\n\nAttached file: {attachment_path(task, mount)}\nUse the tools to open it."
     return text
 
 

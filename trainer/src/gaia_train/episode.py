@@ -128,6 +128,8 @@ def _assistant_message(generation: Generation, calls: list[ToolCall], parsed_her
     # blocks; otherwise a chat template would render every call twice.
     content = strip_tool_calls(generation.text) if parsed_here and calls else generation.text
     message: dict[str, Any] = {"role": "assistant", "content": content}
+    if generation.reasoning:
+        message["reasoning_content"] = generation.reasoning
     if calls:
         message["tool_calls"] = [call.to_message() for call in calls]
     return message

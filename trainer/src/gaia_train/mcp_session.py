@@ -14,6 +14,7 @@ import logging
 import os
 import time
 import uuid
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,6 +114,13 @@ def _render_content(result: CallToolResult) -> str:
     return "\n".join(parts)
 
 
+def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
+    leaves: list[BaseException] = []
+    for inner in group.exceptions:
+        leaves.extend(_leaves(inner) if isinstance(inner, BaseExceptionGroup) else [inner])
+    return leaves
+
+
 def _describe_parameters(schema: dict[str, Any]) -> str:
     props = schema.get("properties") or {}
     required = set(schema.get("required") or [])
@@ -133,8 +141,8 @@ class McpToolSession:
         self.session_id = session_id or f"gaia-train-{uuid.uuid4().hex}"
         self.tools: dict[str, Tool] = {}
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
-        self._http: Any = None
         self._client: Client | None = None
+        self._stack = AsyncExitStack()
 
     def _headers(self) -> dict[str, str]:
         headers = {"X-Session-Id": self.session_id}
@@ -145,26 +153,35 @@ class McpToolSession:
         return headers
 
     async def __aenter__(self) -> McpToolSession:
-        self._http = create_mcp_http_client(headers=self._headers())
+        self._stack = AsyncExitStack()
+        await self._stack.__aenter__()
         try:
-            await self._http.__aenter__()
-            client = Client(streamable_http_client(self.settings.url, http_client=self._http), mode=self.settings.mode)
-            await client.__aenter__()
-            self._client = client
+            http = await self._stack.enter_async_context(create_mcp_http_client(headers=self._headers()))
+            # Pushed before the client, so it runs after the client has closed.
+            self._stack.push_async_callback(self._delete_session, http)
+            transport = streamable_http_client(self.settings.url, http_client=http)
+            self._client = await self._stack.enter_async_context(Client(transport, mode=self.settings.mode))
             await self._list_tools()
         except BaseException as exc:
-            await self._close()
-            if isinstance(exc, Exception):
-                raise EnvironmentUnavailable(
-                    f"could not open an MCP session at {self.settings.url} "
-                    f"(servers: {self.settings.servers or 'all'}): {type(exc).__name__}: {exc}. "
-                    "Is the gateway running (gaia-env serve) and MCP_SERVER_URL right?"
-                ) from exc
-            raise
+            await self._stack.__aexit__(type(exc), exc, exc.__traceback__)
+            if isinstance(exc, EnvironmentUnavailable) or not isinstance(exc, Exception):
+                raise
+            raise EnvironmentUnavailable(
+                f"could not open an MCP session at {self.settings.url} "
+                f"(servers: {self.settings.servers or 'all'}): {type(exc).__name__}: {exc}. "
+                "Is the gateway running (gaia-env serve) and MCP_SERVER_URL right?"
+            ) from exc
         return self
 
-    async def __aexit__(self, *exc_info: Any) -> None:
-        await self._close()
+    async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        self._client = None
+        try:
+            await self._stack.__aexit__(exc_type, exc, tb)
+        except BaseExceptionGroup as group:
+            # The SDK's task groups wrap an error raised in the episode; hand back the error itself.
+            if exc is not None and _leaves(group) == [exc]:
+                raise exc from None
+            raise
 
     async def _list_tools(self) -> None:
         assert self._client is not None
@@ -181,30 +198,17 @@ class McpToolSession:
                 f"the MCP endpoint {self.settings.url} lists no tools for servers {self.settings.servers or 'all'}"
             )
 
-    async def _close(self) -> None:
+    async def _delete_session(self, http: Any) -> None:
+        """Tell the gateway the episode is over, so it drops the workspace now, not at its idle TTL."""
         # Shielded: a cancelled episode (deadline, Ctrl-C) must still release its workspace.
         with anyio.CancelScope(shield=True), anyio.move_on_after(10):
-            if self._client is not None:
-                client, self._client = self._client, None
-                try:
-                    await client.__aexit__(None, None, None)
-                except Exception as exc:  # the session is going away; report and go on
-                    log.warning("closing MCP client for %s failed: %s", self.session_id, exc)
-            await self._delete_session()
-            if self._http is not None:
-                http, self._http = self._http, None
-                await http.__aexit__(None, None, None)
-
-    async def _delete_session(self) -> None:
-        if self._http is None:
-            return
-        try:
-            response = await self._http.delete(self.settings.url, timeout=5.0)
-            if response.status_code >= 500:
-                log.warning("DELETE %s for session %s answered %s", self.settings.url, self.session_id,
-                            response.status_code)
-        except Exception as exc:  # same as above: never turn cleanup into a failed episode
-            log.warning("DELETE %s for session %s failed: %s", self.settings.url, self.session_id, exc)
+            try:
+                response = await http.delete(self.settings.url, timeout=5.0)
+                if response.status_code >= 500:
+                    log.warning("DELETE %s for session %s answered %s", self.settings.url, self.session_id,
+                                response.status_code)
+            except Exception as exc:  # never turn cleanup into a failed episode
+                log.warning("DELETE %s for session %s failed: %s", self.settings.url, self.session_id, exc)
 
     def openai_tools(self) -> list[dict[str, Any]]:
         return [openai_tool_schema(tool) for tool in self.tools.values()]

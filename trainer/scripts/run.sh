@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# GRPO on GAIA with VeRL 0.9.1: Qwen3-4B-Thinking-2507 rolls out through the gaia_agent loop,
+# which calls tools on the gaia-env gateway at MCP_SERVER_URL, one MCP session per episode.
+#
+#   MCP_SERVER_URL=http://gateway:8080/mcp bash trainer/scripts/run.sh [extra Hydra overrides]
+#   DRY_RUN=1 bash trainer/scripts/run.sh      # compose + validate VeRL's config; no GPU, no Ray
+#
+# Every value is an environment variable with a default; extra arguments are appended as Hydra
+# overrides and win over everything here.
+set -euo pipefail
+
+PYTHON=${PYTHON:-python3}
+DRY_RUN=${DRY_RUN:-0}
+
+MODEL_PATH=${MODEL_PATH:-Qwen/Qwen3-4B-Thinking-2507}
+DATA_DIR=${DATA_DIR:-$HOME/data/gaia}
+TRAIN_FILES=${TRAIN_FILES:-$DATA_DIR/train.parquet}
+VAL_FILES=${VAL_FILES:-$DATA_DIR/test.parquet}
+
+# The environment. The prompt carries every selected tool's schema, so the selection must fit
+# in PROMPT_LENGTH tokens together with the question (the loop refuses a prompt that does not).
+export MCP_SERVER_URL=${MCP_SERVER_URL:-http://127.0.0.1:8080/mcp}
+export MCP_SERVERS=${MCP_SERVERS:-googlesearch-server,readweb-server,documents-csv-server,documents-pdf-server}
+export GAIA_TOOL_TIMEOUT_S=${GAIA_TOOL_TIMEOUT_S:-120}
+export GAIA_EPISODE_TIMEOUT_S=${GAIA_EPISODE_TIMEOUT_S:-1800}
+
+ADV_ESTIMATOR=${ADV_ESTIMATOR:-grpo}
+CLIP_RATIO_LOW=${CLIP_RATIO_LOW:-0.2}
+CLIP_RATIO_HIGH=${CLIP_RATIO_HIGH:-0.28}
+ACTOR_LR=${ACTOR_LR:-1e-6}
+USE_KL_LOSS=${USE_KL_LOSS:-False}
+ENTROPY_COEFF=${ENTROPY_COEFF:-0}
+
+MAX_TURNS=${MAX_TURNS:-32}
+MAX_PARALLEL_CALLS=${MAX_PARALLEL_CALLS:-4}
+MAX_TOOL_RESPONSE_LENGTH=${MAX_TOOL_RESPONSE_LENGTH:-8192}
+PROMPT_LENGTH=${PROMPT_LENGTH:-4096}
+RESPONSE_LENGTH=${RESPONSE_LENGTH:-4096}
+MAX_MODEL_LEN=${MAX_MODEL_LEN:-131072}
+
+TRAIN_BATCH_SIZE=${TRAIN_BATCH_SIZE:-32}
+PPO_MINI_BATCH_SIZE=${PPO_MINI_BATCH_SIZE:-8}
+ROLLOUT_N=${ROLLOUT_N:-16}
+TEMPERATURE=${TEMPERATURE:-1.0}
+ROLLOUT_TP=${ROLLOUT_TP:-1}
+GPU_MEMORY_UTILIZATION=${GPU_MEMORY_UTILIZATION:-0.6}
+AGENT_WORKERS=${AGENT_WORKERS:-8}
+# Dynamic batching packs sequences by tokens: room for two full prompt+response sequences.
+MAX_TOKEN_LEN_PER_GPU=${MAX_TOKEN_LEN_PER_GPU:-$(( 2 * (PROMPT_LENGTH + RESPONSE_LENGTH) ))}
+PARAM_OFFLOAD=${PARAM_OFFLOAD:-False}
+OPTIMIZER_OFFLOAD=${OPTIMIZER_OFFLOAD:-False}
+
+NNODES=${NNODES:-1}
+N_GPUS_PER_NODE=${N_GPUS_PER_NODE:-8}
+TOTAL_TRAINING_STEPS=${TOTAL_TRAINING_STEPS:-300}
+SAVE_FREQ=${SAVE_FREQ:-5}
+TEST_FREQ=${TEST_FREQ:-5}
+PROJECT_NAME=${PROJECT_NAME:-gaia-env}
+EXPERIMENT_NAME=${EXPERIMENT_NAME:-qwen3-4b-thinking-gaia-grpo}
+LOGGERS=${LOGGERS:-'["console","wandb"]'}
+REWARD_FUNCTION=${REWARD_FUNCTION:-gaia_reward_func}
+
+# The package's own files, wherever it is installed.
+AGENT_LOOP_CONFIG=${AGENT_LOOP_CONFIG:-$("$PYTHON" -c 'import gaia_train, pathlib; print(pathlib.Path(gaia_train.__file__).parent / "config" / "agent.yaml")')}
+REWARD_PATH=${REWARD_PATH:-$("$PYTHON" -c 'import gaia_train.reward as r; print(r.__file__)')}
+
+# String values are single-quoted for Hydra, so commas, colons and slashes stay literal.
+overrides=(
+  algorithm.adv_estimator="$ADV_ESTIMATOR"
+  algorithm.use_kl_in_reward=False
+  data.train_files="'$TRAIN_FILES'"
+  data.val_files="'$VAL_FILES'"
+  data.train_batch_size="$TRAIN_BATCH_SIZE"
+  data.max_prompt_length="$PROMPT_LENGTH"
+  data.max_response_length="$RESPONSE_LENGTH"
+  data.return_raw_chat=True
+  data.filter_overlong_prompts=True
+  data.truncation=error
+  actor_rollout_ref.model.path="'$MODEL_PATH'"
+  actor_rollout_ref.model.use_remove_padding=True
+  actor_rollout_ref.model.enable_gradient_checkpointing=True
+  actor_rollout_ref.actor.optim.lr="$ACTOR_LR"
+  actor_rollout_ref.actor.clip_ratio_low="$CLIP_RATIO_LOW"
+  actor_rollout_ref.actor.clip_ratio_high="$CLIP_RATIO_HIGH"
+  actor_rollout_ref.actor.ppo_mini_batch_size="$PPO_MINI_BATCH_SIZE"
+  actor_rollout_ref.actor.use_dynamic_bsz=True
+  actor_rollout_ref.actor.ppo_max_token_len_per_gpu="$MAX_TOKEN_LEN_PER_GPU"
+  actor_rollout_ref.actor.use_kl_loss="$USE_KL_LOSS"
+  actor_rollout_ref.actor.entropy_coeff="$ENTROPY_COEFF"
+  actor_rollout_ref.actor.loss_agg_mode=token-mean
+  actor_rollout_ref.actor.fsdp_config.param_offload="$PARAM_OFFLOAD"
+  actor_rollout_ref.actor.fsdp_config.optimizer_offload="$OPTIMIZER_OFFLOAD"
+  actor_rollout_ref.ref.fsdp_config.param_offload=True
+  actor_rollout_ref.rollout.name=vllm
+  actor_rollout_ref.rollout.mode=async
+  actor_rollout_ref.rollout.n="$ROLLOUT_N"
+  actor_rollout_ref.rollout.temperature="$TEMPERATURE"
+  actor_rollout_ref.rollout.tensor_model_parallel_size="$ROLLOUT_TP"
+  actor_rollout_ref.rollout.gpu_memory_utilization="$GPU_MEMORY_UTILIZATION"
+  actor_rollout_ref.rollout.max_model_len="$MAX_MODEL_LEN"
+  actor_rollout_ref.rollout.max_num_batched_tokens="$MAX_TOKEN_LEN_PER_GPU"
+  actor_rollout_ref.rollout.calculate_log_probs=True
+  actor_rollout_ref.rollout.multi_turn.enable=True
+  actor_rollout_ref.rollout.multi_turn.max_assistant_turns="$MAX_TURNS"
+  actor_rollout_ref.rollout.multi_turn.max_parallel_calls="$MAX_PARALLEL_CALLS"
+  actor_rollout_ref.rollout.multi_turn.max_tool_response_length="$MAX_TOOL_RESPONSE_LENGTH"
+  actor_rollout_ref.rollout.multi_turn.format=hermes
+  actor_rollout_ref.rollout.agent.num_workers="$AGENT_WORKERS"
+  actor_rollout_ref.rollout.agent.default_agent_loop=gaia_agent
+  actor_rollout_ref.rollout.agent.agent_loop_config_path="'$AGENT_LOOP_CONFIG'"
+  reward.custom_reward_function.path="'$REWARD_PATH'"
+  reward.custom_reward_function.name="$REWARD_FUNCTION"
+  trainer.logger="$LOGGERS"
+  trainer.project_name="'$PROJECT_NAME'"
+  trainer.experiment_name="'$EXPERIMENT_NAME'"
+  trainer.nnodes="$NNODES"
+  trainer.n_gpus_per_node="$N_GPUS_PER_NODE"
+  trainer.total_training_steps="$TOTAL_TRAINING_STEPS"
+  trainer.save_freq="$SAVE_FREQ"
+  trainer.test_freq="$TEST_FREQ"
+  trainer.val_before_train=True
+  # Ray actors on other nodes do not inherit this shell: hand them the environment settings.
+  +ray_kwargs.ray_init.runtime_env.env_vars.MCP_SERVER_URL="'$MCP_SERVER_URL'"
+  +ray_kwargs.ray_init.runtime_env.env_vars.MCP_SERVERS="'$MCP_SERVERS'"
+  +ray_kwargs.ray_init.runtime_env.env_vars.GAIA_TOOL_TIMEOUT_S="'$GAIA_TOOL_TIMEOUT_S'"
+  +ray_kwargs.ray_init.runtime_env.env_vars.GAIA_EPISODE_TIMEOUT_S="'$GAIA_EPISODE_TIMEOUT_S'"
+)
+
+if [ "$DRY_RUN" = "1" ]; then
+  exec "$PYTHON" -m gaia_train.verl_config "${overrides[@]}" "$@"
+fi
+exec "$PYTHON" -m verl.trainer.main_ppo "${overrides[@]}" "$@"

@@ -1,0 +1,247 @@
+"""`gaia-train eval`: the episode loop against an OpenAI-compatible endpoint, over a dataset.
+
+Episodes run with bounded concurrency. Each finished episode is appended to
+`trajectories.jsonl` at once, so an interrupted run resumes where it stopped (finished task
+ids are skipped). Episodes that could not run (endpoint or gateway down) go to `errors.jsonl`
+and are tried again on the next run. The summary (pass@1 overall and by level, turns, tool
+calls, tool error rate, time split) is printed, saved as summary.json and drawn in summary.png.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+from tqdm import tqdm
+
+from .dataset import HIDDEN_ANSWER
+from .episode import EpisodeLimits, Stop, run_episode
+from .mcp_session import EnvironmentUnavailable, McpSettings, McpToolSession
+from .openai_policy import EndpointSettings, OpenAIPolicy
+from .reward import gaia_reward_func
+
+TRAJECTORIES = "trajectories.jsonl"
+ERRORS = "errors.jsonl"
+
+
+@dataclass
+class EvalReport:
+    summary: dict[str, Any]
+    ran: int
+    skipped: int
+    failed: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _task_id(row: dict[str, Any]) -> str:
+    return str(row["extra_info"]["task_id"])
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    records = []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            # A run killed mid-write leaves at most one torn last line; that task simply reruns.
+            if number != len(lines):
+                raise ValueError(f"{path}:{number} is not valid JSON; fix or remove the line") from None
+    return records
+
+
+def _drop_torn_tail(path: Path) -> None:
+    """Cut a last line that a killed run left half-written, so appends start on a fresh line."""
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        path.write_bytes(data[: data.rfind(b"\n") + 1])
+
+
+async def _run_one(
+    row: dict[str, Any], client: httpx.AsyncClient, endpoint: EndpointSettings, mcp: McpSettings,
+    limits: EpisodeLimits,
+) -> dict[str, Any]:
+    truth = str(row["reward_model"]["ground_truth"])
+    policy = OpenAIPolicy(client, endpoint)
+    result = await run_episode(list(row["prompt"]), policy, lambda: McpToolSession(mcp), limits)
+    hidden = truth.strip() == HIDDEN_ANSWER
+    reward = None if hidden else gaia_reward_func(row.get("data_source", "gaia"), result.final_text, truth)
+    return {
+        "task_id": _task_id(row),
+        "level": int(row["extra_info"].get("level", 0)),
+        "ground_truth": None if hidden else truth,
+        "answer": result.answer,
+        "reward": reward,
+        "stop": str(result.stop),
+        "error": result.error,
+        "session_id": result.session_id,
+        "metrics": result.metrics.as_dict(),
+        "messages": result.messages,
+    }
+
+
+async def run_eval(
+    rows: list[dict[str, Any]],
+    out_dir: Path,
+    endpoint: EndpointSettings,
+    mcp: McpSettings,
+    limits: EpisodeLimits,
+    *,
+    concurrency: int = 32,
+    progress: bool = True,
+) -> EvalReport:
+    if concurrency < 1:
+        raise ValueError(f"--concurrency must be at least 1, got {concurrency}")
+    ids = [_task_id(r) for r in rows]
+    if len(set(ids)) != len(ids):
+        raise ValueError("the dataset has repeated task ids; eval keys its trajectories by task id")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    trajectories = out_dir / TRAJECTORIES
+    _drop_torn_tail(trajectories)
+    done = {r["task_id"] for r in _read_jsonl(trajectories)}
+    todo = [r for r in rows if _task_id(r) not in done]
+    failed: list[dict[str, Any]] = []
+    gate = anyio.Semaphore(concurrency)
+    write_lock = anyio.Lock()
+    bar = tqdm(total=len(rows), initial=len(rows) - len(todo), disable=not progress, desc="episodes", unit="ep")
+
+    limits_http = httpx.Limits(max_connections=concurrency * 2, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(limits=limits_http) as client:
+
+        async def one(row: dict[str, Any]) -> None:
+            record: dict[str, Any] | None = None
+            failure: dict[str, Any] | None = None
+            async with gate:
+                try:
+                    record = await _run_one(row, client, endpoint, mcp, limits)
+                except EnvironmentUnavailable as exc:
+                    failure = {"task_id": _task_id(row), "error": str(exc)}
+                if record is not None and record["stop"] == Stop.MODEL_ERROR:
+                    failure, record = {"task_id": record["task_id"], "error": record["error"]}, None
+            async with write_lock:
+                if failure is not None:
+                    failed.append(failure)
+                    with (out_dir / ERRORS).open("a", encoding="utf-8") as handle:
+                        handle.write(json.dumps(failure) + "\n")
+                else:
+                    with trajectories.open("a", encoding="utf-8") as handle:
+                        handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+                bar.update(1)
+
+        async with anyio.create_task_group() as group:
+            for row in todo:
+                group.start_soon(one, row)
+    bar.close()
+
+    wanted = set(ids)
+    records = [r for r in _read_jsonl(trajectories) if r["task_id"] in wanted]
+    summary = summarize(records)
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    draw_chart(summary, out_dir / "summary.png")
+    _write_submission(records, out_dir)
+    return EvalReport(summary, ran=len(todo), skipped=len(rows) - len(todo), failed=failed)
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else math.nan
+
+
+def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
+    scored = [r for r in records if r["reward"] is not None]
+    by_level: dict[int, list[float]] = defaultdict(list)
+    for record in scored:
+        by_level[int(record["level"])].append(float(record["reward"]))
+    tools: Counter[str] = Counter()
+    for record in records:
+        tools.update(record["metrics"]["tool_calls"])
+    calls = sum(tools.values())
+    errors = sum(r["metrics"]["tool_errors"] for r in records)
+    model_s = sum(r["metrics"]["model_seconds"] for r in records)
+    tool_s = sum(r["metrics"]["tool_seconds"] for r in records)
+    return {
+        "episodes": len(records),
+        "scored": len(scored),
+        "pass_at_1": _mean([float(r["reward"]) for r in scored]),
+        "pass_at_1_by_level": {str(k): _mean(v) for k, v in sorted(by_level.items())},
+        "episodes_by_level": {str(k): len(v) for k, v in sorted(by_level.items())},
+        "mean_turns": _mean([r["metrics"]["turns"] for r in records]),
+        "mean_tool_calls": _mean([r["metrics"]["total_tool_calls"] for r in records]),
+        "tool_calls_by_tool": dict(tools.most_common()),
+        "tool_error_rate": errors / calls if calls else 0.0,
+        "mean_model_seconds": _mean([r["metrics"]["model_seconds"] for r in records]),
+        "mean_tool_seconds": _mean([r["metrics"]["tool_seconds"] for r in records]),
+        "model_time_share": model_s / (model_s + tool_s) if model_s + tool_s > 0 else math.nan,
+        "stops": dict(Counter(r["stop"] for r in records).most_common()),
+    }
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return "-" if math.isnan(value) else f"{value:.3f}"
+    return str(value)
+
+
+def format_table(summary: dict[str, Any]) -> str:
+    lines = [("episodes", summary["episodes"]), ("scored", summary["scored"]), ("pass@1", summary["pass_at_1"])]
+    for level, value in summary["pass_at_1_by_level"].items():
+        lines.append((f"pass@1 level {level} (n={summary['episodes_by_level'][level]})", value))
+    lines += [
+        ("mean turns", summary["mean_turns"]),
+        ("mean tool calls", summary["mean_tool_calls"]),
+        ("tool error rate", summary["tool_error_rate"]),
+        ("mean model s / episode", summary["mean_model_seconds"]),
+        ("mean tool s / episode", summary["mean_tool_seconds"]),
+        ("model share of time", summary["model_time_share"]),
+    ]
+    lines += [(f"calls: {tool}", count) for tool, count in summary["tool_calls_by_tool"].items()]
+    lines += [(f"stop: {stop}", count) for stop, count in summary["stops"].items()]
+    width = max(len(name) for name, _ in lines)
+    return "\n".join(f"{name.ljust(width)}  {_fmt(value)}" for name, value in lines)
+
+
+def draw_chart(summary: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    levels = list(summary["pass_at_1_by_level"])
+    scores = [0.0 if math.isnan(v) else v for v in summary["pass_at_1_by_level"].values()]
+    left.bar([f"L{lvl}" for lvl in levels] + ["all"], scores + [0.0 if math.isnan(summary["pass_at_1"]) else
+                                                             summary["pass_at_1"]], color="#4c72b0")
+    left.set_ylim(0, 1)
+    left.set_title("pass@1 by level")
+    tools = summary["tool_calls_by_tool"]
+    right.barh(list(tools)[::-1], list(tools.values())[::-1], color="#55a868")
+    right.set_title("tool calls by tool")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _write_submission(records: list[dict[str, Any]], out_dir: Path) -> None:
+    hidden = [r for r in records if r["ground_truth"] is None]
+    if not hidden:
+        return
+    # GAIA's leaderboard format: one {"task_id", "model_answer"} per line.
+    with (out_dir / "submission.jsonl").open("w", encoding="utf-8") as handle:
+        for record in hidden:
+            handle.write(json.dumps({"task_id": record["task_id"], "model_answer": record["answer"] or ""}) + "\n")
+
+
+def api_key_from_env(name: str | None) -> str | None:
+    return os.environ.get(name) if name else None
