@@ -435,3 +435,16 @@ def test_non_loopback_bind_without_token_is_refused(tmp_path) -> None:
     )
     assert out.returncode == 2
     assert "MCP_AUTH_TOKEN" in out.stderr and "--insecure" in out.stderr
+
+
+def test_idle_sessions_expire_and_lose_their_workspace(gateway_factory, tmp_path) -> None:
+    registry = write_registry(tmp_path / "probe.toml", PROBE_REGISTRY)
+    gateway = gateway_factory("--config", str(registry), "--session-ttl", "1")
+    dave = {"X-Session-Id": "dave"}
+    path = gateway.call("probe-a__put", {"name": "d.txt", "text": "d"}, headers=dave)["content"][0]["text"]
+    assert os.path.exists(path)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and os.path.exists(path):
+        time.sleep(0.2)
+    assert not os.path.exists(path)
+    assert gateway.call("probe-a__peek", {"name": "d.txt"}, headers=dave)["isError"]

@@ -1,0 +1,91 @@
+"""The gaia-env command line: tools, call, doctor, and the registry errors it reports."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from gateway_harness import PROBE_REGISTRY, RunningGateway, write_registry
+
+
+def gaia_env(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
+    common = ["--workspace-root", str(tmp / "ws"), "--dataset-dir", str(tmp / "data")]
+    argv = [sys.executable, "-m", "gaia_env", args[0], *common, *args[1:]]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+
+
+def test_tools_table_and_json(tmp_path: Path) -> None:
+    registry = write_registry(tmp_path / "probe.toml", PROBE_REGISTRY)
+    table = gaia_env("tools", "--config", str(registry), tmp=tmp_path)
+    assert table.returncode == 0, table.stderr
+    assert "probe-a__echo" in table.stdout and "tools" in table.stdout.splitlines()[-1]
+    listing = json.loads(
+        gaia_env(
+            "tools", "--config", str(registry), "--servers", "probe-a", "--format", "json", tmp=tmp_path
+        ).stdout
+    )
+    assert {t["name"] for t in listing} >= {"echo", "whoami", "list_supported_formats"}
+
+
+def test_call_prints_the_result_and_sets_the_exit_code(tmp_path: Path) -> None:
+    registry = write_registry(tmp_path / "probe.toml", PROBE_REGISTRY)
+    ok = gaia_env(
+        "call", "--config", str(registry), "--servers", "probe-a", "echo", '{"text": "hello"}', tmp=tmp_path
+    )
+    assert ok.returncode == 0 and ok.stdout.strip() == "hello"
+    failed = gaia_env(
+        "call",
+        "--config",
+        str(registry),
+        "--servers",
+        "probe-a",
+        "peek",
+        '{"name": "nope.txt"}',
+        tmp=tmp_path,
+    )
+    assert failed.returncode == 1 and "nope.txt" in failed.stdout
+    bad_json = gaia_env("call", "--config", str(registry), "echo", "{oops", tmp=tmp_path)
+    assert bad_json.returncode == 2 and "JSON object" in bad_json.stderr
+    unknown = gaia_env("call", "--config", str(registry), "no_such_tool", "{}", tmp=tmp_path)
+    assert unknown.returncode == 2 and "Unknown tool" in unknown.stderr
+
+
+def test_call_against_a_running_gateway(probe_gateway: RunningGateway, tmp_path: Path) -> None:
+    out = gaia_env(
+        "call",
+        "--url",
+        probe_gateway.url,
+        "--session",
+        "cli",
+        "probe-a__echo",
+        '{"text": "remote"}',
+        tmp=tmp_path,
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "remote"
+
+
+def test_doctor_reports_each_server(tmp_path: Path) -> None:
+    registry = write_registry(
+        tmp_path / "mixed.toml",
+        """
+        [servers.probe-a]
+        command = ["{python}", "{probe}"]
+        [servers.broken]
+        command = ["/nonexistent/binary"]
+    """,
+    )
+    out = gaia_env("doctor", "--config", str(registry), tmp=tmp_path)
+    assert out.returncode == 1
+    assert "ok   probe-a: starts, 9 tools" in out.stdout
+    assert "FAIL broken: does not start" in out.stdout and "/nonexistent/binary" in out.stdout
+
+
+def test_unknown_server_and_bad_registry_are_clear(tmp_path: Path) -> None:
+    out = gaia_env("tools", "--servers", "nope", tmp=tmp_path)
+    assert out.returncode == 1 and "Valid ids:" in out.stderr
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[servers.x]\nreplicas = 2\n")
+    out = gaia_env("serve", "--config", str(bad), tmp=tmp_path)
+    assert out.returncode == 1 and "needs a command" in out.stderr
