@@ -1,0 +1,169 @@
+"""documents-csv-server: shape, columns, types, a preview and statistics of a CSV file.
+
+The file is streamed in chunks (see profile.py), so a 1 GB CSV is counted row by row in a few
+hundred MB. Finished reports are cached per file version, so paging through one costs one pass.
+"""
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Literal
+
+from gaia_kit import KitServer, PathGuard, ToolFailure, page, run, session_of
+from mcp.server.mcpserver import Context
+from pydantic import Field
+
+from . import charts, report
+from .profile import profile
+from .sniff import detect
+
+server = KitServer(
+    "documents-csv-server",
+    instructions=(
+        "Reads CSV/TSV files of any size: row count, columns and types, a preview and statistics, "
+        "computed by streaming. Long reports come in pages: follow the start_index hint."
+    ),
+)
+
+_CACHE_SIZE = 16
+_cache: OrderedDict["_Request", str] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+@server.tool(structured_output=False)
+def extract_csv_content(
+    file_path: Annotated[str, Field(description="Path to the CSV document file to extract content from")],
+    ctx: Context,
+    output_format: Annotated[
+        Literal["markdown", "json", "text"],
+        Field(description="Output format: 'markdown' (default), 'json' or 'text'"),
+    ] = "markdown",
+    max_rows: Annotated[
+        int | None, Field(description="Maximum number of rows to read (None for all rows)")
+    ] = None,
+    include_statistics: Annotated[
+        bool, Field(description="Whether to include statistical summary in output")
+    ] = True,
+    generate_visualizations: Annotated[
+        bool,
+        Field(description="Whether to generate and save data visualizations (PNG files in the workspace)"),
+    ] = False,
+    encoding: Annotated[str | None, Field(description="File encoding (auto-detected if None)")] = None,
+    delimiter: Annotated[str | None, Field(description="CSV delimiter (auto-detected if None)")] = None,
+    has_header: Annotated[bool, Field(description="Whether the first row holds column names")] = True,
+    start_index: Annotated[
+        int, Field(ge=0, description="Character offset in the report, for reading on")
+    ] = 0,
+    max_length: Annotated[
+        int | None,
+        Field(ge=1, description="Maximum characters to return (default and ceiling: the server's cap)"),
+    ] = None,
+) -> str:
+    """Extract content from CSV documents using pandas.
+
+    This tool provides comprehensive CSV document content extraction with support for:
+    - CSV, TSV, and delimited text files
+    - Automatic encoding and delimiter detection
+    - Statistical analysis and data profiling (exact counts, means, sums; quartiles estimated on huge files)
+    - Multiple output formats (markdown, json, text)
+    - Optional data visualizations, saved as PNG files in the workspace
+    - Memory-efficient processing for large files: the file is streamed, every row is counted
+    """
+    if max_rows is not None and max_rows <= 0:
+        raise ToolFailure("max_rows must be a positive number of rows, or omitted to read them all.")
+    guard = session_of(ctx).paths
+    path = guard.resolve(file_path)
+    if path.is_dir():
+        raise ToolFailure(f"{file_path} is a directory; pass a CSV file inside it.")
+    if not path.exists():
+        raise ToolFailure(
+            f"{file_path} does not exist; check the path (list its directory to see what is there)."
+        )
+    info = path.stat()
+    request = _Request(
+        str(path), info.st_size, info.st_mtime_ns, str(guard.workspace), output_format, max_rows,
+        include_statistics, generate_visualizations, encoding, delimiter, has_header,
+    )  # fmt: skip
+    # Charts are files that may be gone by the next call, so reports that list them are not cached.
+    text = None if generate_visualizations else _cached(request)
+    if text is None:
+        text = _report(guard, path, file_path, request)
+        if not generate_visualizations:
+            _remember(request, text)
+    return page(text, start_index, max_length)
+
+
+@dataclass(frozen=True)
+class _Request:
+    """Everything a report depends on: the file's identity and version, and the arguments."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    workspace: str
+    output_format: str
+    max_rows: int | None
+    statistics: bool
+    visualize: bool
+    encoding: str | None
+    delimiter: str | None
+    has_header: bool
+
+
+def _cached(request: _Request) -> str | None:
+    with _cache_lock:
+        text = _cache.get(request)
+        if text is not None:
+            _cache.move_to_end(request)
+        return text
+
+
+def _remember(request: _Request, text: str) -> None:
+    with _cache_lock:
+        _cache[request] = text
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+
+
+def _report(guard: PathGuard, path: Path, raw: str, request: _Request) -> str:
+    layout = detect(path, raw, request.encoding, request.delimiter)
+    # Charts need the statistics pass even when the report leaves statistics out.
+    result = profile(
+        path, layout, request.max_rows, request.has_header, request.statistics or request.visualize
+    )
+    written = []
+    if request.visualize:
+        folder = guard.resolve(f"csv_visualizations/{path.stem}", write=True)
+        written = [guard.display(p) for p in charts.draw(result, folder)]
+    built = report.build(
+        result, layout, name=path.name, shown=guard.display(path), size=request.size,
+        max_rows=request.max_rows, charts=written, statistics=request.statistics,
+    )  # fmt: skip
+    if request.visualize and not written:
+        built["notes"].append("No chart was drawn: the file has no numeric or few-valued text columns.")
+    return report.render(built, request.output_format)
+
+
+@server.tool(structured_output=False)
+def list_supported_formats() -> str:
+    """List all supported CSV formats for extraction."""
+    return "\n".join(
+        [
+            "# Supported formats",
+            "",
+            "- .csv: comma-separated values (also ; and | separated: the delimiter is detected)",
+            "- .tsv / .tab: tab-separated values",
+            "- .txt or any other name holding delimited text; pass delimiter= when detection guesses wrong",
+            "",
+            "Encodings: UTF-8/16/32 (with or without BOM) and legacy code pages (cp1252, latin-1, GBK, ...), "
+            "detected automatically or given with encoding=.",
+            "Output formats: markdown (default), json, text. Files of any size are streamed: every row is "
+            "counted; quartiles of very large files are estimated from a uniform sample.",
+            "Not CSV: Excel workbooks (.xlsx, .xls) belong to the excel server, Parquet is not supported.",
+        ]
+    )
+
+
+def main() -> None:
+    run(server)

@@ -1,0 +1,467 @@
+"""filesystem-server: read, write, edit, list and search files in the session workspace.
+
+Every path goes through the session's guard: the workspace is read-write, the GAIA dataset is
+read-only, nothing else exists. Reads are windowed, listings and searches bounded, writes atomic.
+"""
+
+import base64
+import json
+import os
+import shutil
+import stat as stat_module
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Literal
+
+from gaia_kit import (
+    KitServer,
+    PathGuard,
+    ToolFailure,
+    atomic_write,
+    get_settings,
+    page,
+    run,
+    session_of,
+    truncate,
+)
+from gaia_kit.errors import describe_exception
+from mcp.server.mcpserver import Context
+from mcp.types import AudioContent, ImageContent
+from pydantic import Field
+
+from . import textio, walk
+from .edits import EditOperation, apply_edits, unified_diff
+from .media import MAX_MEDIA_BYTES, media_type
+
+server = KitServer(
+    "filesystem-server",
+    instructions=(
+        "Files of the current session. Relative paths resolve against the session workspace, which is "
+        "read-write; the GAIA dataset is read-only (list_allowed_directories shows both). Long files "
+        "are read in pages: follow the start_index hint at the end of a cut result."
+    ),
+)
+
+PathArg = Annotated[
+    str, Field(description="File or directory path; relative paths resolve against the workspace")
+]
+TailLines = Annotated[
+    float | None, Field(description="If provided, returns only the last N lines of the file")
+]
+HeadLines = Annotated[
+    float | None, Field(description="If provided, returns only the first N lines of the file")
+]
+StartIndex = Annotated[int, Field(ge=0, description="Character offset to start reading from, for paging")]
+MaxLength = Annotated[
+    int | None,
+    Field(ge=1, description="Maximum characters to return (default and ceiling: the server's cap)"),
+]
+Excludes = Annotated[list[str], Field(description="Glob patterns or names of entries to skip")]
+
+
+@server.tool(structured_output=False)
+def read_file(
+    path: PathArg,
+    ctx: Context,
+    tail: TailLines = None,
+    head: HeadLines = None,
+    start_index: StartIndex = 0,
+    max_length: MaxLength = None,
+) -> str:
+    """Read the complete contents of a file as text. DEPRECATED: Use read_text_file instead."""
+    return _read_text(session_of(ctx).paths, path, head, tail, start_index, max_length)
+
+
+@server.tool(structured_output=False)
+def read_text_file(
+    path: PathArg,
+    ctx: Context,
+    tail: TailLines = None,
+    head: HeadLines = None,
+    start_index: StartIndex = 0,
+    max_length: MaxLength = None,
+) -> str:
+    """Read the complete contents of a file from the file system as text. Handles various text
+    encodings and provides detailed error messages if the file cannot be read. Use this tool when you
+    need to examine the contents of a single file. Use the 'head' parameter to read only the first N
+    lines of a file, or the 'tail' parameter to read only the last N lines of a file. Operates on the
+    file as text regardless of extension. Long output is cut into pages: call again with the
+    start_index given at the end. Only works within allowed directories."""
+    return _read_text(session_of(ctx).paths, path, head, tail, start_index, max_length)
+
+
+@server.tool(structured_output=False)
+def read_media_file(path: PathArg, ctx: Context) -> list[ImageContent | AudioContent]:
+    """Read an image or audio file. Returns the base64 encoded data and MIME type. Only works within
+    allowed directories."""
+    target = _existing_file(session_of(ctx).paths, path)
+    mime = media_type(target)
+    if not mime.startswith(("image/", "audio/")):
+        raise ToolFailure(
+            f"{path} is {mime}, not an image or audio file; read text with read_text_file, and documents "
+            "(PDF, DOCX, XLSX, ...) with the document server for their format."
+        )
+    size = target.stat().st_size
+    cap = min(MAX_MEDIA_BYTES, get_settings().max_read_bytes)
+    if size > cap:
+        raise ToolFailure(
+            f"{path} is {walk.format_size(size)}, over the {walk.format_size(cap)} limit for inline media; "
+            "use the media-image-server or media-audio-server tools, which work on the file in place."
+        )
+    data = base64.b64encode(target.read_bytes()).decode("ascii")
+    if mime.startswith("image/"):
+        return [ImageContent(type="image", data=data, mime_type=mime)]
+    return [AudioContent(type="audio", data=data, mime_type=mime)]
+
+
+@server.tool(structured_output=False)
+def read_multiple_files(
+    paths: Annotated[list[str], Field(description="File paths to read")],
+    ctx: Context,
+) -> str:
+    """Read the contents of multiple files simultaneously. This is more efficient than reading files one
+    by one when you need to analyze or compare multiple files. Each file's content is returned with its
+    path as a reference. Failed reads for individual files won't stop the entire operation. Each file
+    gets an equal share of the output cap; a cut file says how to read the rest. Only works within
+    allowed directories."""
+    if not paths:
+        raise ToolFailure("paths is empty; pass at least one file path.")
+    guard = session_of(ctx).paths
+    cap = get_settings().max_output_chars
+    share = max(500, cap // len(paths))
+    results = []
+    for raw in paths:
+        try:
+            target = _existing_file(guard, raw)
+            encoding = textio.detect_encoding(target, raw)
+            text, more = textio.read_window(target, encoding, 0, share)
+            if more:
+                text += (
+                    f"\n[File cut at {len(text)} characters; read on with "
+                    f"read_text_file(path={raw!r}, start_index={len(text)}).]"
+                )
+            results.append(f"{raw}:\n{text}\n")
+        except Exception as exc:  # one unreadable file must not hide the others
+            reason = (
+                str(exc) if isinstance(exc, ToolFailure) else describe_exception("read_multiple_files", exc)
+            )
+            results.append(f"{raw}: Error - {reason}")
+    return truncate("\n---\n".join(results), cap + 1_000, note="Read fewer files per call.")
+
+
+@server.tool(structured_output=False)
+def write_file(
+    path: PathArg, content: Annotated[str, Field(description="The complete new text")], ctx: Context
+) -> str:
+    """Create a new file or completely overwrite an existing file with new content. Use with caution as
+    it will overwrite existing files without warning. Handles text content with proper encoding (UTF-8).
+    Missing parent directories are created. Only works within allowed directories."""
+    target = session_of(ctx).paths.resolve(path, write=True)
+    if target.is_dir():
+        raise ToolFailure(f"{path} is a directory; give a file path inside it.")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(target, content)
+    return f"Successfully wrote to {path}"
+
+
+@server.tool(structured_output=False)
+def edit_file(
+    path: PathArg,
+    edits: Annotated[list[EditOperation], Field(description="Edits applied in order")],
+    ctx: Context,
+    dryRun: Annotated[bool, Field(description="Preview changes using git-style diff format")] = False,
+) -> str:
+    """Make line-based edits to a text file. Each edit replaces exact line sequences with new content
+    (if the exact text is not found, lines are matched ignoring indentation). Returns a git-style diff
+    showing the changes made. Only works within allowed directories."""
+    guard = session_of(ctx).paths
+    target = guard.resolve(path, write=True)
+    if not target.is_file():
+        raise ToolFailure(
+            f"{path} {'is a directory' if target.is_dir() else 'does not exist'}; edit_file needs a file."
+        )
+    limit = get_settings().max_read_bytes
+    if target.stat().st_size > limit:
+        raise ToolFailure(f"{path} is larger than {walk.format_size(limit)}, too large to edit in place.")
+    encoding = textio.detect_encoding(target, path)
+    raw = target.read_bytes()
+    try:
+        original = raw.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise ToolFailure(
+            f"{path} is not valid {encoding} throughout (byte {exc.start}); edit_file will not rewrite it."
+        ) from None
+    crlf = "\r\n" in original and original.count("\r\n") == original.count("\n")
+    content = original.replace("\r\n", "\n")
+    modified, notes = apply_edits(content, edits)
+    diff = unified_diff(content, modified, guard.display(target))
+    if not dryRun and modified != content:
+        # Keep the file's own conventions: its encoding (BOM included) and its line endings.
+        atomic_write(target, modified.replace("\n", "\r\n") if crlf else modified, encoding=encoding)
+    tail = [*notes, "Dry run: nothing was written."] if dryRun else notes
+    result = diff + ("\n" + "\n".join(tail) if tail else "")
+    return truncate(result, get_settings().max_output_chars, note="The edit itself is complete.")
+
+
+@server.tool(structured_output=False)
+def create_directory(path: PathArg, ctx: Context) -> str:
+    """Create a new directory or ensure a directory exists. Can create multiple nested directories in one
+    operation. If the directory already exists, this operation will succeed silently. Perfect for
+    setting up directory structures for projects or ensuring required paths exist. Only works within
+    allowed directories."""
+    target = session_of(ctx).paths.resolve(path, write=True)
+    if target.exists() and not target.is_dir():
+        raise ToolFailure(f"{path} already exists and is a file, so no directory can be created there.")
+    target.mkdir(parents=True, exist_ok=True)
+    return f"Successfully created directory {path}"
+
+
+@server.tool(structured_output=False)
+def list_directory(path: PathArg, ctx: Context, start_index: StartIndex = 0) -> str:
+    """Get a detailed listing of all files and directories in a specified path. Results clearly
+    distinguish between files and directories with [FILE] and [DIR] prefixes. This tool is essential for
+    understanding directory structure and finding specific files within a directory. Only works within
+    allowed directories."""
+    directory = _existing_dir(session_of(ctx).paths, path)
+    entries, more = walk.scan(directory, walk.MAX_LIST_ENTRIES)
+    lines = [f"{'[DIR]' if walk.is_dir(e) else '[FILE]'} {e.name}" for e in entries]
+    if more:
+        lines.append(_listing_cut_note())
+    return page("\n".join(lines) if lines else f"{path} is empty.", start_index)
+
+
+@server.tool(structured_output=False)
+def list_directory_with_sizes(
+    path: PathArg,
+    ctx: Context,
+    sortBy: Annotated[Literal["name", "size"], Field(description="Sort entries by name or size")] = "name",
+    start_index: StartIndex = 0,
+) -> str:
+    """Get a detailed listing of all files and directories in a specified path, including sizes. Results
+    clearly distinguish between files and directories with [FILE] and [DIR] prefixes. This tool is
+    useful for understanding directory structure and finding specific files within a directory. Only
+    works within allowed directories."""
+    directory = _existing_dir(session_of(ctx).paths, path)
+    entries, more = walk.scan(directory, walk.MAX_LIST_ENTRIES)
+    rows = []
+    for entry in entries:
+        folder = walk.is_dir(entry)
+        try:
+            size = 0 if folder else entry.stat().st_size
+        except OSError:
+            size = 0
+        rows.append((entry.name, folder, size))
+    if sortBy == "size":
+        rows.sort(key=lambda row: row[2], reverse=True)
+    lines = [
+        f"{'[DIR]' if folder else '[FILE]'} {name.ljust(30)} {'' if folder else walk.format_size(size).rjust(10)}"
+        for name, folder, size in rows
+    ]
+    files = sum(1 for _, folder, _ in rows if not folder)
+    lines += [
+        "",
+        f"Total: {files} files, {len(rows) - files} directories",
+        f"Combined size: {walk.format_size(sum(size for _, _, size in rows))}",
+    ]
+    if more:
+        lines.append(_listing_cut_note())
+    return page("\n".join(lines), start_index)
+
+
+@server.tool(structured_output=False)
+def directory_tree(
+    path: PathArg,
+    ctx: Context,
+    excludePatterns: Excludes = [],  # noqa: B006 - pydantic copies defaults; the schema shows []
+    max_depth: Annotated[int | None, Field(ge=1, description="Levels to descend (default: no limit)")] = None,
+    start_index: StartIndex = 0,
+) -> str:
+    """Get a recursive tree view of files and directories as a JSON structure. Each entry includes 'name',
+    'type' (file/directory), and 'children' for directories. Files have no children array, while
+    directories always have a children array (which may be empty). The output is formatted with 2-space
+    indentation for readability. Large trees are cut breadth-first: a directory whose contents were not
+    listed carries "truncated": true. Only works within allowed directories."""
+    directory = _existing_dir(session_of(ctx).paths, path)
+    result = walk.tree(directory, excludePatterns, max_depth)
+    text = json.dumps(result.children, indent=2, ensure_ascii=False)
+    if result.cut:
+        text += (
+            f"\n\n[Tree cut after {result.entries} entries or at max_depth; entries marked "
+            '"truncated": true have more inside. Call directory_tree on a subdirectory, or pass '
+            "excludePatterns, to see more.]"
+        )
+    return page(text, start_index)
+
+
+@server.tool(structured_output=False)
+def move_file(
+    source: Annotated[str, Field(description="The file or directory to move")],
+    destination: Annotated[str, Field(description="Its new path; must not exist yet")],
+    ctx: Context,
+) -> str:
+    """Move or rename files and directories. Can move files between directories and rename them in a
+    single operation. If the destination exists, the operation will fail. Works across different
+    directories and can be used for simple renaming within the same directory. Both source and
+    destination must be within allowed directories (and outside the read-only dataset)."""
+    guard = session_of(ctx).paths
+    origin, target = _unfollowed(guard, source), _unfollowed(guard, destination)
+    if not os.path.lexists(origin):
+        raise ToolFailure(f"{source} does not exist; list its directory to see what is there.")
+    if os.path.lexists(target):
+        raise ToolFailure(f"Destination already exists: {destination}. Choose another name or move it first.")
+    if origin.is_dir() and not origin.is_symlink() and target.is_relative_to(origin):
+        raise ToolFailure(f"Cannot move {source} into itself.")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(origin, target)
+    return f"Successfully moved {source} to {destination}"
+
+
+@server.tool(structured_output=False)
+def search_files(
+    path: PathArg,
+    pattern: Annotated[str, Field(description="Part of a name (case-insensitive), or a glob such as *.csv")],
+    ctx: Context,
+    excludePatterns: Excludes = [],  # noqa: B006 - pydantic copies defaults; the schema shows []
+    start_index: StartIndex = 0,
+) -> str:
+    """Recursively search for files and directories matching a pattern. Searches through all
+    subdirectories from the starting path. The search is case-insensitive and matches partial names;
+    a pattern with * ? or [ is a glob against the name (or, if it contains '/', the relative path).
+    Returns full paths to all matching items. Great for finding files when you don't know their exact
+    location. Only searches within allowed directories."""
+    if not pattern.strip():
+        raise ToolFailure("pattern is empty; pass part of a file name or a glob such as *.pdf.")
+    guard = session_of(ctx).paths
+    result = walk.search(_existing_dir(guard, path), pattern, excludePatterns)
+    text = "\n".join(guard.display(found) for found in result.paths) or "No matches found"
+    if result.stopped:
+        text += f"\n\n[Search cut short: {result.stopped}. Search a subdirectory or use a narrower pattern.]"
+    return page(text, start_index)
+
+
+@server.tool(structured_output=False)
+def get_file_info(path: PathArg, ctx: Context) -> str:
+    """Retrieve detailed metadata about a file or directory. Returns comprehensive information including
+    size, creation time, last modified time, permissions, and type. This tool is perfect for
+    understanding file characteristics without reading the actual content. Only works within allowed
+    directories."""
+    guard = session_of(ctx).paths
+    target = guard.resolve(path)
+    if not target.exists():
+        raise ToolFailure(f"{path} does not exist; list its directory to see what is there.")
+    info = target.stat()
+    birth = getattr(info, "st_birthtime", None)
+    kind = "directory" if target.is_dir() else "file" if target.is_file() else "other"
+    lines = {
+        "path": guard.display(target),
+        "type": kind,
+        "size": f"{info.st_size} ({walk.format_size(info.st_size)})",
+        "created": _when(birth) if birth else "not recorded by this filesystem (see changed)",
+        "modified": _when(info.st_mtime),
+        "accessed": _when(info.st_atime),
+        "changed": _when(info.st_ctime),
+        "isDirectory": str(kind == "directory").lower(),
+        "isFile": str(kind == "file").lower(),
+        "permissions": oct(stat_module.S_IMODE(info.st_mode))[-3:],
+        "writable": str(target.is_relative_to(guard.workspace)).lower(),
+    }
+    if kind == "file":
+        lines["mimeType"] = media_type(target)
+    return "\n".join(f"{key}: {value}" for key, value in lines.items())
+
+
+@server.tool(structured_output=False)
+def list_allowed_directories(ctx: Context) -> str:
+    """Returns the list of directories that this server is allowed to access. Subdirectories within these
+    allowed directories are also accessible. Use this to understand which directories and their nested
+    paths are available before trying to access files."""
+    guard = session_of(ctx).paths
+    lines = ["Allowed directories:", str(guard.workspace)]
+    notes = [f"{guard.workspace}: the session workspace (read-write); relative paths resolve here."]
+    if guard.dataset is not None and guard.dataset.is_dir():
+        shown = guard.display(guard.dataset)
+        lines.append(shown)
+        notes.append(f"{shown}: the GAIA dataset (read-only).")
+    return "\n".join([*lines, "", *notes])
+
+
+def _read_text(
+    guard: PathGuard, raw: str, head: float | None, tail: float | None, start: int, max_length: int | None
+) -> str:
+    if head and tail:
+        raise ToolFailure("Cannot specify both head and tail parameters simultaneously; pass one of them.")
+    target = _existing_file(guard, raw)
+    encoding = textio.detect_encoding(target, raw)
+    settings = get_settings()
+    if head or tail:
+        count = _line_count(head or tail, "head" if head else "tail")
+        reader = textio.head_lines if head else textio.tail_lines
+        text, capped = reader(target, encoding, count, settings.max_read_bytes)
+        if capped:
+            text += (
+                f"\n\n[Stopped after {walk.format_size(settings.max_read_bytes)}: the lines are very long. "
+                "Page through the file with start_index instead.]"
+            )
+        return page(text, start, max_length) if text else f"[No lines: {raw} is empty.]"
+    limit = min(max_length or settings.max_output_chars, settings.max_output_chars)
+    text, more = textio.read_window(target, encoding, start, limit)
+    if not text:
+        if start and target.stat().st_size:
+            return f"[No more content: start_index {start} is past the end of the file.]"
+        return f"[{raw} is empty.]"
+    if more:
+        end = start + len(text)
+        text += (
+            f"\n\n[Output truncated: characters {start}-{end} of a {target.stat().st_size}-byte file. "
+            f"Call again with start_index={end} to read more.]"
+        )
+    return text
+
+
+def _line_count(value: float, name: str) -> int:
+    if value < 0 or value != int(value):
+        raise ToolFailure(f"{name} must be a positive whole number of lines, not {value}.")
+    return int(value)
+
+
+def _existing_file(guard: PathGuard, raw: str) -> Path:
+    target = guard.resolve(raw)
+    if target.is_dir():
+        raise ToolFailure(f"{raw} is a directory; use list_directory or directory_tree to see inside it.")
+    if not target.exists():
+        raise ToolFailure(f"{raw} does not exist; list its directory to see what is there.")
+    return target
+
+
+def _existing_dir(guard: PathGuard, raw: str) -> Path:
+    target = guard.resolve(raw)
+    if not target.exists():
+        raise ToolFailure(f"{raw} does not exist; call list_allowed_directories to see where to start.")
+    if not target.is_dir():
+        raise ToolFailure(f"{raw} is a file, not a directory; read it with read_text_file or get_file_info.")
+    return target
+
+
+def _unfollowed(guard: PathGuard, raw: str) -> Path:
+    """The path itself, not what a final symlink points to: move_file moves links, not their targets.
+    The parent still goes through the guard, so the result is inside a writable root."""
+    guard.resolve(raw, write=True)  # every check of the guard, on the full path
+    name = Path(raw.rstrip("/")).name
+    if name in ("", ".", ".."):
+        raise ToolFailure(f"{raw} names a directory by . or ..; give the path of the entry itself.")
+    return guard.resolve(str(Path(raw.rstrip("/")).parent), write=True) / name
+
+
+def _listing_cut_note() -> str:
+    return (
+        f"[Listing stopped after {walk.MAX_LIST_ENTRIES} entries; use search_files with a pattern "
+        "to find specific files.]"
+    )
+
+
+def _when(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")
+
+
+def main() -> None:
+    run(server)
