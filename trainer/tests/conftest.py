@@ -8,11 +8,10 @@ from dataclasses import dataclass, field
 
 import anyio
 import pytest
+from gaia_train.testing import LoopbackServer
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
-
-from gaia_train.testing import LoopbackServer
 
 NOTES = {
     "/data/notes.txt": "The meeting code is 7731.",

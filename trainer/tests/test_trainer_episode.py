@@ -7,7 +7,6 @@ from typing import Any
 
 import anyio
 import pytest
-
 from gaia_train.episode import EpisodeLimits, Generation, ModelError, Stop, run_episode
 from gaia_train.mcp_session import EnvironmentUnavailable, McpSettings, McpToolSession
 

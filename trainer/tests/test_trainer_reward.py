@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from gaia_train.reward import dense_reward_func, extract_answer, gaia_reward_func, question_scorer
 
 # (model answer, ground truth, expected) — grouped by the scorer branch they exercise.

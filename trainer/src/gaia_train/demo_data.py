@@ -95,6 +95,7 @@ def _write_report_pdf(path: Path) -> None:
 
     pdf = FPDF()
     pdf.set_creation_date(datetime(2024, 1, 1))
+    pdf.set_compression(False)  # plain text streams: any PDF reader, however simple, finds the words
     pdf.add_page()
     pdf.set_font("Helvetica", size=12)
     lines = [

@@ -12,6 +12,7 @@ keys are refused outside the few free-form places. Known traps:
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import sys
 from pathlib import Path
@@ -63,12 +64,15 @@ def check_overrides(overrides: list[str]) -> None:
 
 def compose(overrides: list[str]) -> Any:
     """VeRL's ppo_trainer config with `overrides`, as main_ppo composes it."""
-    import verl
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    config_dir = Path(verl.__file__).parent / "trainer" / "config"
+    # Located, not imported: importing verl costs seconds and composing does not need it.
+    spec = importlib.util.find_spec("verl")
+    if spec is None or spec.origin is None:
+        raise ConfigError("verl is not installed: run scripts/trainer-extra.sh, or pip install 'gaia-train[verl]'")
+    config_dir = Path(spec.origin).parent / "trainer" / "config"
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(config_dir), version_base=None):
         return hydra_compose(config_name="ppo_trainer", overrides=list(overrides))
@@ -131,16 +135,19 @@ def check(overrides: list[str]) -> Any:
     import warnings
 
     from omegaconf import OmegaConf
-    from verl.trainer.ppo.utils import need_critic, need_reference_policy
-    from verl.utils.config import validate_config
 
     check_overrides(overrides)
     try:
         config = compose(overrides)
+    except ConfigError:
+        raise
     except Exception as exc:  # Hydra's override and key errors carry the reason in the message
         raise ConfigError(f"VeRL's config does not compose with these overrides: {exc}") from exc
     if config.trainer.total_training_steps is None:
         raise ConfigError("trainer.total_training_steps is not set; without it VeRL trains for total_epochs")
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import validate_config
+
     try:
         OmegaConf.resolve(config)
         with warnings.catch_warnings():
@@ -164,7 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     show = "--print" in args
     overrides = [a for a in args if a != "--print"]
     try:
-        config = check(overrides)
+        # VeRL prints its own progress; keep stdout for the config and the verdict.
+        with contextlib.redirect_stdout(sys.stderr):
+            config = check(overrides)
     except ConfigError as exc:
         print(f"dry run failed: {exc}", file=sys.stderr)
         return 1

@@ -1,0 +1,171 @@
+"""`gaia-train eval` against a loopback OpenAI-compatible fake playing a scripted agent."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from gaia_train import dataset as ds
+from gaia_train.cli import main
+from gaia_train.testing import LoopbackServer, chat_completions_app, tool_call
+
+
+def task(task_id: str, level: int, answer: str, question: str = "What is the code?") -> ds.GaiaTask:
+    return ds.GaiaTask(task_id, question, level, answer, "notes.txt", "notes.txt", "validation")
+
+
+class Agent:
+    """Reads the attachment named in the prompt, then answers with the digits it found."""
+
+    def __init__(self) -> None:
+        self.in_flight = self.max_in_flight = 0
+        self.failures: dict[str, int] = {}
+        self.requests: list[dict[str, Any]] = []
+
+    async def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.requests.append(body)
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(0.05)
+            return self.reply(body)
+        finally:
+            self.in_flight -= 1
+
+    def reply(self, body: dict[str, Any]) -> dict[str, Any]:
+        messages = body["messages"]
+        question = messages[1]["content"]
+        if "broken" in question:
+            return {"status": 400, "content": "this model cannot do that"}
+        if "flaky" in question and self.failures.get(question, 0) < 2:
+            self.failures[question] = self.failures.get(question, 0) + 1
+            return {"status": 503, "content": "overloaded"}
+        if messages[-1]["role"] != "tool":
+            assert {t["function"]["name"] for t in body["tools"]} >= {"read_file"}
+            # The attachment here is the loopback server's /data/notes.txt.
+            if "text mode" in question:
+                return {"content": '<tool_call>{"name": "read_file", "arguments": {"path": "/data/notes.txt"}}</tool_call>'}
+            return {"content": "", "tool_calls": [tool_call("read_file", {"path": "/data/notes.txt"})]}
+        digits = re.findall(r"\d+", messages[-1]["content"])
+        return {"content": f"The note says {digits[0]}. <answer>{digits[0]}</answer>",
+                "reasoning_content": "read it, answer it"}
+
+
+@pytest.fixture
+def agent_endpoint():
+    agent = Agent()
+    with LoopbackServer(chat_completions_app(agent)) as server:
+        yield agent, f"{server.url}/v1"
+
+
+def write_rows(path: Path, tasks: list[ds.GaiaTask]) -> Path:
+    pd.DataFrame([ds.to_row(t, i, "/data") for i, t in enumerate(tasks)]).to_parquet(path, index=False)
+    return path
+
+
+def eval_args(data: Path, out: Path, base_url: str, mcp_url: str, *extra: str) -> list[str]:
+    return ["eval", "--data", str(data), "--out", str(out), "--base-url", base_url, "--model", "scripted",
+            "--mcp-url", mcp_url, "--no-progress", *extra]
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_eval_scores_writes_trajectories_and_resumes(tmp_path, fake_mcp, agent_endpoint, capsys) -> None:
+    agent, base_url = agent_endpoint
+    tasks = [task(f"t{i}", 1 + i % 3, "7731") for i in range(9)]
+    tasks.append(task("wrong", 2, "1234"))
+    tasks.append(task("text", 3, "7731", "What is the code? (text mode)"))
+    tasks.append(task("flaky", 1, "7731", "What is the code? (flaky)"))
+    data = write_rows(tmp_path / "rows.parquet", tasks)
+    out = tmp_path / "eval"
+
+    assert main(eval_args(data, out, base_url, fake_mcp.url, "--concurrency", "4", "--retries", "3")) == 0
+    table = capsys.readouterr().out
+    assert re.search(r"pass@1\s+0\.917", table) and "calls: read_file" in table
+
+    records = {r["task_id"]: r for r in read_jsonl(out / "trajectories.jsonl")}
+    assert len(records) == 12
+    assert records["wrong"]["reward"] == 0.0 and records["t0"]["reward"] == 1.0
+    assert records["text"]["reward"] == 1.0 and records["flaky"]["reward"] == 1.0
+    first = records["t0"]
+    assert first["stop"] == "answer" and first["answer"] == "7731"
+    assert [m["role"] for m in first["messages"]] == ["system", "user", "assistant", "tool", "assistant"]
+    assert first["messages"][-1]["reasoning_content"] == "read it, answer it"
+    assert first["metrics"]["tool_calls"] == {"read_file": 1} and first["metrics"]["turns"] == 2
+    # every episode had its own MCP session, and each was closed
+    sessions = {r["session_id"] for r in records.values()}
+    assert len(sessions) == 12 and sessions <= fake_mcp.sessions("DELETE")
+    # bounded concurrency, and reasoning never sent back to the endpoint
+    assert agent.max_in_flight <= 4
+    assert not any("reasoning_content" in m for body in agent.requests for m in body["messages"])
+    assert not any("name" in m for body in agent.requests for m in body["messages"] if m["role"] == "tool")
+
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["pass_at_1"] == pytest.approx(11 / 12)
+    assert summary["pass_at_1_by_level"] == {"1": 1.0, "2": pytest.approx(3 / 4), "3": 1.0}
+    assert summary["tool_calls_by_tool"] == {"read_file": 12} and summary["tool_error_rate"] == 0.0
+    assert summary["mean_turns"] == 2.0 and summary["stops"] == {"answer": 12}
+    assert (out / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    # Resume: a finished run does nothing more; a torn last line and a lost one are run again.
+    requests_before = len(agent.requests)
+    assert main(eval_args(data, out, base_url, fake_mcp.url)) == 0
+    assert len(agent.requests) == requests_before and "resumed past 12" in capsys.readouterr().out
+    lines = (out / "trajectories.jsonl").read_text().splitlines(keepends=True)
+    (out / "trajectories.jsonl").write_text("".join(lines[:-2]) + lines[-2][:40])
+    assert main(eval_args(data, out, base_url, fake_mcp.url)) == 0
+    assert "ran 2, resumed past 10" in capsys.readouterr().out
+    assert len(read_jsonl(out / "trajectories.jsonl")) == 12
+
+
+def test_eval_model_errors_are_kept_apart_and_retried(tmp_path, fake_mcp, agent_endpoint, capsys) -> None:
+    _, base_url = agent_endpoint
+    data = write_rows(tmp_path / "rows.parquet", [task("ok", 1, "7731"), task("bad", 1, "1", "broken?")])
+    out = tmp_path / "eval"
+    assert main(eval_args(data, out, base_url, fake_mcp.url, "--retries", "0")) == 2
+    err = capsys.readouterr().err
+    assert "1 episode(s) could not run" in err and "answered 400" in err
+    assert [r["task_id"] for r in read_jsonl(out / "trajectories.jsonl")] == ["ok"]
+    assert [r["task_id"] for r in read_jsonl(out / "errors.jsonl")] == ["bad"]
+
+
+def test_eval_on_hidden_answers_writes_a_submission(tmp_path, fake_mcp, agent_endpoint) -> None:
+    _, base_url = agent_endpoint
+    data = write_rows(tmp_path / "rows.parquet", [task("h1", 1, "?"), task("h2", 2, "?")])
+    assert main(eval_args(data, tmp_path / "eval", base_url, fake_mcp.url)) == 0
+    submission = read_jsonl(tmp_path / "eval" / "submission.jsonl")
+    assert sorted(submission, key=lambda r: r["task_id"]) == [
+        {"task_id": "h1", "model_answer": "7731"}, {"task_id": "h2", "model_answer": "7731"}]
+    assert all(r["reward"] is None for r in read_jsonl(tmp_path / "eval" / "trajectories.jsonl"))
+
+
+def test_eval_on_the_demo_snapshot_and_unreachable_gateway(tmp_path, agent_endpoint, capsys) -> None:
+    _, base_url = agent_endpoint
+    from gaia_train.demo_data import write_demo_snapshot
+
+    write_demo_snapshot(tmp_path / "demo", skip_audio=True)
+    args = ["eval", "--snapshot", str(tmp_path / "demo"), "--out", str(tmp_path / "eval"), "--base-url", base_url,
+            "--model", "scripted", "--mcp-url", "http://127.0.0.1:9/mcp", "--no-progress", "--limit", "2"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "2 episode(s) could not run" in err and "Is the gateway running" in err
+    assert not (tmp_path / "eval" / "trajectories.jsonl").exists()
+
+
+def test_eval_rejects_bad_options(tmp_path, capsys) -> None:
+    data = write_rows(tmp_path / "rows.parquet", [task("a", 1, "1")])
+    assert main(["eval", "--data", str(data), "--out", str(tmp_path / "o"), "--model", "m", "--base-url", ""]) == 1
+    assert "--base-url" in capsys.readouterr().err
+    assert main(["eval", "--data", str(data), "--out", str(tmp_path / "o"), "--model", "m",
+                 "--base-url", "http://127.0.0.1:9/v1", "--concurrency", "0"]) == 1
+    assert "--concurrency must be at least 1" in capsys.readouterr().err
+    assert main(["eval", "--data", str(tmp_path / "none.parquet"), "--out", str(tmp_path / "o"), "--model", "m",
+                 "--base-url", "http://127.0.0.1:9/v1"]) == 1
+    assert "does not exist" in capsys.readouterr().err

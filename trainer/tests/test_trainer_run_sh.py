@@ -1,0 +1,113 @@
+"""`DRY_RUN=1 trainer/scripts/run.sh`: VeRL's Hydra config composes with every override, offline."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytest.importorskip(
+    "verl.trainer.main_ppo",
+    reason="verl is not installed: run scripts/trainer-extra.sh (torch CPU + verl 0.9.1) to check run.sh",
+)
+
+from gaia_train import dataset as ds  # noqa: E402
+from gaia_train.demo_data import write_demo_snapshot  # noqa: E402
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("gaia")
+    write_demo_snapshot(root / "snapshot", skip_audio=True)
+    ds.build(root / "snapshot", root / "data", test_size=2)
+    return root / "data"
+
+
+def dry_run(script: str, data_dir: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "PYTHON": sys.executable, "DATA_DIR": str(data_dir), "DRY_RUN": "1", **env}
+    return subprocess.run(["bash", str(SCRIPTS / script), *args], env=environment, capture_output=True, text=True,
+                          timeout=240)
+
+
+def test_run_sh_composes_the_recipe(data_dir: Path) -> None:
+    result = dry_run("run.sh", data_dir, "--print")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "dry run ok" in result.stdout
+    config = yaml.safe_load(result.stdout[: result.stdout.index("dry run ok")])
+    actor, rollout = config["actor_rollout_ref"]["actor"], config["actor_rollout_ref"]["rollout"]
+    assert config["actor_rollout_ref"]["model"]["path"] == "Qwen/Qwen3-4B-Thinking-2507"
+    assert config["algorithm"]["adv_estimator"] == "grpo"
+    assert (actor["clip_ratio_low"], actor["clip_ratio_high"]) == (0.2, 0.28)
+    assert actor["optim"]["lr"] == 1e-6 and actor["ppo_mini_batch_size"] == 8
+    assert config["data"]["train_batch_size"] == 32 and rollout["n"] == 16
+    assert (rollout["prompt_length"], rollout["response_length"]) == (4096, 4096)
+    assert rollout["name"] == "vllm" and rollout["mode"] == "async" and rollout["max_model_len"] == 131072
+    assert rollout["multi_turn"]["max_assistant_turns"] == 32
+    assert rollout["multi_turn"]["max_tool_response_length"] == 8192
+    assert rollout["agent"]["default_agent_loop"] == "gaia_agent"
+    assert rollout["agent"]["agent_loop_config_path"].endswith("gaia_train/config/agent.yaml")
+    reward = config["reward"]["custom_reward_function"]
+    assert reward["path"].endswith("gaia_train/reward.py") and reward["name"] == "gaia_reward_func"
+    trainer = config["trainer"]
+    assert trainer["total_training_steps"] == 300 and trainer["save_freq"] == 5 and trainer["test_freq"] == 5
+    assert trainer["logger"] == ["console", "wandb"]
+    env_vars = config["ray_kwargs"]["ray_init"]["runtime_env"]["env_vars"]
+    assert env_vars["MCP_SERVERS"] == "googlesearch-server,readweb-server,documents-csv-server,documents-pdf-server"
+    assert config["data"]["train_files"] == str(data_dir / "train.parquet")
+
+
+def test_every_value_is_overridable_by_environment(data_dir: Path) -> None:
+    result = dry_run("run.sh", data_dir, "--print", TOTAL_TRAINING_STEPS="7", ROLLOUT_N="4", CLIP_RATIO_HIGH="0.3",
+                     MCP_SERVERS="filesystem-server", REWARD_FUNCTION="dense_reward_func")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "7 steps, batch 32 x n=4" in result.stdout and "reward dense_reward_func" in result.stdout
+    assert "clip_ratio_high: 0.3" in result.stdout and "MCP_SERVERS: filesystem-server" in result.stdout
+
+
+def test_dry_run_fails_on_unknown_keys_and_known_traps(data_dir: Path) -> None:
+    typo = dry_run("run.sh", data_dir, "actor_rollout_ref.rollout.multi_turn.max_turns=3")
+    assert typo.returncode == 1 and "Could not override 'actor_rollout_ref.rollout.multi_turn.max_turns'" in typo.stderr
+    steps = dry_run("run.sh", data_dir, "+trainer.num_steps=300")
+    assert steps.returncode == 1 and "trainer.total_training_steps" in steps.stderr
+    old_reward = dry_run("run.sh", data_dir, "custom_reward_function.name=gaia_reward_func")
+    assert old_reward.returncode == 1 and "set reward.custom_reward_function.name" in old_reward.stderr
+    no_data = dry_run("run.sh", data_dir, TRAIN_FILES="/nonexistent/train.parquet")
+    assert no_data.returncode == 1 and "/nonexistent/train.parquet does not exist" in no_data.stderr
+
+
+def test_checks_verl_does_not_do_itself(tmp_path: Path) -> None:
+    from gaia_train import reward
+    from gaia_train.verl_config import ConfigError, _check_agent_loops, _check_reward
+    from omegaconf import OmegaConf
+
+    def config(**reward_fn: str):
+        return OmegaConf.create({"reward": {"custom_reward_function": reward_fn}})
+
+    _check_reward(config(path=reward.__file__, name="gaia_reward_func"))
+    with pytest.raises(ConfigError, match="no_such_reward is not a function"):
+        _check_reward(config(path=reward.__file__, name="no_such_reward"))
+    with pytest.raises(ConfigError, match="does not exist"):
+        _check_reward(config(path=str(tmp_path / "missing.py"), name="f"))
+
+    agent_yaml = tmp_path / "agent.yaml"
+    agent_yaml.write_text("- name: other\n  _target_: gaia_train.verl_agent.NoSuchLoop\n")
+    agents = OmegaConf.create({"actor_rollout_ref": {"rollout": {"agent": {
+        "agent_loop_config_path": str(agent_yaml), "default_agent_loop": "other"}}}})
+    with pytest.raises(ConfigError, match="has no NoSuchLoop"):
+        _check_agent_loops(agents)
+    agent_yaml.write_text("- name: gaia_agent\n  _target_: gaia_train.verl_agent.GaiaAgentLoop\n")
+    with pytest.raises(ConfigError, match="default_agent_loop=other is not registered"):
+        _check_agent_loops(agents)
+
+
+def test_qwen3_30b_a3b_variant_composes(data_dir: Path) -> None:
+    result = dry_run("run_qwen3_30b_a3b.sh", data_dir, "--print")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "path: Qwen/Qwen3-30B-A3B-Thinking-2507" in result.stdout
+    assert "nnodes: 2" in result.stdout and "tensor_model_parallel_size: 4" in result.stdout

@@ -1,0 +1,273 @@
+"""The VeRL adapter with real verl 0.9.1: scripted sampled ids from a tokenizer built here.
+
+The fake `server_manager` answers `generate` with the ids of scripted turns, as vLLM would
+(end-of-turn token included, cut at max_tokens). The checks: the prompt is the chat template's
+rendering, the ids sampled come back with mask 1 exactly as sampled, everything else has
+mask 0, the rollout server always sees the tape so far, and limits end the episode.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip(
+    "verl.experimental.agent_loop.agent_loop",
+    reason="verl is not installed: run scripts/trainer-extra.sh (torch CPU + verl 0.9.1) to test the VeRL adapter",
+)
+
+import gaia_train  # noqa: E402
+import gaia_train.verl_agent  # noqa: E402,F401  (registers gaia_agent)
+import hydra  # noqa: E402
+from omegaconf import OmegaConf  # noqa: E402
+from tokenizers import Tokenizer, decoders, models  # noqa: E402
+from tokenizers.pre_tokenizers import ByteLevel  # noqa: E402
+from transformers import PreTrainedTokenizerFast  # noqa: E402
+from verl.experimental.agent_loop.agent_loop import (  # noqa: E402
+    DictConfigWrap,
+    ToolListWrap,
+    _agent_loop_registry,
+)
+from verl.utils.dataset.rl_dataset import RLHFDataset  # noqa: E402
+from verl.workers.rollout.replica import TokenOutput  # noqa: E402
+
+pytestmark = pytest.mark.anyio
+
+# ChatML with a system block listing the tools and tool results as a user turn, as Qwen3 does.
+CHAT_TEMPLATE = """
+{%- if tools %}<|im_start|>system
+{% if messages[0].role == 'system' %}{{ messages[0].content }}
+
+{% endif %}# Tools
+<tools>
+{% for tool in tools %}{{ tool | tojson }}
+{% endfor %}</tools><|im_end|>
+{% elif messages[0].role == 'system' %}<|im_start|>system
+{{ messages[0].content }}<|im_end|>
+{% endif %}
+{%- for message in messages %}
+{%- if message.role == 'tool' %}
+{%- if loop.first or messages[loop.index0 - 1].role != 'tool' %}{{ '<|im_start|>user' }}{% endif %}
+{{- '\n<tool_response>\n' + message.content + '\n</tool_response>' }}
+{%- if loop.last or messages[loop.index0 + 1].role != 'tool' %}{{ '<|im_end|>\n' }}{% endif %}
+{%- elif message.role == 'assistant' %}<|im_start|>assistant
+{{ message.content }}<|im_end|>
+{% elif message.role != 'system' %}<|im_start|>{{ message.role }}
+{{ message.content }}<|im_end|>
+{% endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}<|im_start|>assistant
+{% endif %}"""
+
+SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+ADDED = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>"]
+
+PROMPT = [
+    {"role": "system", "content": "Answer in <answer></answer>."},
+    {"role": "user", "content": "What is the meeting code in /data/notes.txt?"},
+]
+
+
+def build_tokenizer() -> PreTrainedTokenizerFast:
+    """Byte-level, no merges: one token per byte, so decode(encode(text)) == text exactly."""
+    alphabet = sorted(ByteLevel.alphabet())
+    tokenizer = Tokenizer(models.BPE(vocab={ch: i for i, ch in enumerate(alphabet)}, merges=[]))
+    tokenizer.pre_tokenizer = ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.add_special_tokens(SPECIAL)
+    tokenizer.add_tokens(ADDED)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>", chat_template=CHAT_TEMPLATE
+    )
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> PreTrainedTokenizerFast:
+    return build_tokenizer()
+
+
+def call(name: str, **arguments: Any) -> str:
+    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+
+
+class ScriptedServer:
+    """Stands in for VeRL's LLMServerClient: each generate samples the next scripted turn."""
+
+    def __init__(self, tokenizer: PreTrainedTokenizerFast, turns: list[str], logprobs: bool = True):
+        self.tokenizer = tokenizer
+        self.turns = list(turns)
+        self.logprobs = logprobs
+        self.calls: list[dict[str, Any]] = []
+        self.sampled: list[list[int]] = []
+
+    async def generate(self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any],
+                       **kwargs: Any) -> TokenOutput:
+        self.calls.append({"request_id": request_id, "prompt_ids": list(prompt_ids), "params": dict(sampling_params)})
+        text = self.turns.pop(0)
+        ids = self.tokenizer.encode(text, add_special_tokens=False) + [self.tokenizer.eos_token_id]
+        ids = ids[: sampling_params["max_tokens"]]  # vLLM stops at max_tokens, end-of-turn or not
+        self.sampled.append(ids)
+        return TokenOutput(
+            token_ids=ids,
+            log_probs=[-0.5 - 0.001 * i for i in range(len(ids))] if self.logprobs else None,
+            stop_reason="completed",
+            extra_fields={"min_global_steps": 3, "max_global_steps": 3 + len(self.calls)},
+        )
+
+
+def make_loop(tokenizer, server, mcp_url: str, *, prompt_length: int = 4096, response_length: int = 2048,
+              max_turns: int = 8, max_tool_response_length: int = 4000):
+    config = OmegaConf.create({
+        "actor_rollout_ref": {"rollout": {
+            "prompt_length": prompt_length,
+            "response_length": response_length,
+            "multi_turn": {"max_assistant_turns": max_turns, "max_parallel_calls": 4,
+                           "max_tool_response_length": max_tool_response_length},
+        }},
+        "data": {"apply_chat_template_kwargs": {}},
+    })
+    entries = OmegaConf.load(Path(gaia_train.__file__).parent / "config" / "agent.yaml")
+    [entry] = [e for e in entries if e.name == "gaia_agent"]
+    entry = OmegaConf.merge(entry, {"mcp_server_url": mcp_url})
+    # Built the way VeRL's AgentLoopWorker builds each trajectory's loop.
+    return hydra.utils.instantiate(
+        config=entry,
+        trainer_config=DictConfigWrap(config=config),
+        server_manager=server,
+        tokenizer=tokenizer,
+        processor=None,
+        hf_model_type=None,
+        dataset_cls=RLHFDataset,
+        data_config=DictConfigWrap(config.data),
+        tools=ToolListWrap([]),
+    )
+
+
+def runs(mask: list[int]) -> list[tuple[int, int, int]]:
+    """(value, start, end) for each run of equal mask values."""
+    out, start = [], 0
+    for i in range(1, len(mask) + 1):
+        if i == len(mask) or mask[i] != mask[start]:
+            out.append((mask[start], start, i))
+            start = i
+    return out
+
+
+def test_gaia_agent_is_registered_and_listed_in_agent_yaml() -> None:
+    assert _agent_loop_registry["gaia_agent"]["_target_"] == "gaia_train.verl_agent.GaiaAgentLoop"
+    entries = OmegaConf.load(Path(gaia_train.__file__).parent / "config" / "agent.yaml")
+    assert {"name": "gaia_agent", "_target_": "gaia_train.verl_agent.GaiaAgentLoop"} in [
+        OmegaConf.to_container(e) for e in entries
+    ]
+
+
+async def test_tokens_are_the_sampled_ones_and_tool_output_is_masked(tokenizer, fake_mcp) -> None:
+    turns = [
+        "<think>I should read it.</think>\n" + call("read_file", path="/data/notes.txt"),
+        "<think>Found it.</think>\nThe code is 7731. <answer>7731</answer>",
+    ]
+    server = ScriptedServer(tokenizer, turns)
+    loop = make_loop(tokenizer, server, fake_mcp.url)
+    output = await loop.run({"temperature": 1.0, "logprobs": True}, raw_prompt=PROMPT, extra_info={}, index=0)
+
+    # The prompt: the chat template's rendering of the row with the MCP tools, tokenized once.
+    rendered = tokenizer.decode(output.prompt_ids)
+    assert rendered.startswith("<|im_start|>system\nAnswer in <answer></answer>.\n\n# Tools\n<tools>\n")
+    assert '"name": "read_file"' in rendered and rendered.endswith("<|im_start|>assistant\n")
+
+    # Mask-1 runs are exactly the sampled ids, turn by turn; nothing re-tokenized.
+    sampled_runs = [output.response_ids[s:e] for v, s, e in runs(output.response_mask) if v == 1]
+    assert sampled_runs == server.sampled
+    assert "".join(tokenizer.decode(r) for r in sampled_runs) == "".join(t + "<|im_end|>" for t in turns)
+
+    # Mask-0 run: the rest of the turn's scaffolding, the tool response, the next assistant header.
+    [(_, start, end)] = [r for r in runs(output.response_mask) if r[0] == 0]
+    between = tokenizer.decode(output.response_ids[start:end])
+    assert between == (
+        "\n<|im_start|>user\n<tool_response>\nThe meeting code is 7731.\n</tool_response><|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
+
+    # The rollout server always continued from the tape, never from a re-rendered conversation.
+    second = server.calls[1]["prompt_ids"]
+    assert second == output.prompt_ids + output.response_ids[: len(second) - len(output.prompt_ids)]
+    assert server.calls[0]["request_id"] == server.calls[1]["request_id"]  # sticky to one replica
+    assert server.calls[0]["params"]["max_tokens"] == 2048
+    assert server.calls[1]["params"]["max_tokens"] == 2048 - (len(second) - len(output.prompt_ids))
+
+    # Log-probs line up with the response: the sampled ones where sampled, 0.0 elsewhere.
+    assert len(output.response_logprobs) == len(output.response_ids) == len(output.response_mask)
+    assert output.response_logprobs[:len(server.sampled[0])] == pytest.approx(
+        [-0.5 - 0.001 * i for i in range(len(server.sampled[0]))])
+    assert all(lp == 0.0 for lp, m in zip(output.response_logprobs, output.response_mask) if m == 0)
+
+    assert output.num_turns == 4  # user, assistant, tool, assistant
+    assert output.extra_fields["gaia_tool_calls"] == 1 and output.extra_fields["gaia_stop"] == "answer"
+    assert output.extra_fields["max_global_steps"] == 5 and output.extra_fields["min_global_steps"] == 3
+    assert fake_mcp.sessions("DELETE") - {None}, "the episode's MCP session was not closed"
+
+
+async def test_malformed_call_gets_an_error_turn(tokenizer, fake_mcp) -> None:
+    turns = ['<tool_call>\n{"name": "read_file", "arguments": {"path": </tool_call>\n' + call("add", a=2, b=3),
+             "<answer>?</answer>"]
+    server = ScriptedServer(tokenizer, turns)
+    output = await make_loop(tokenizer, server, fake_mcp.url).run({}, raw_prompt=PROMPT)
+    [(_, start, end)] = [r for r in runs(output.response_mask) if r[0] == 0]
+    between = tokenizer.decode(output.response_ids[start:end])
+    # both calls of the turn are answered, in order, in one tool turn
+    assert between.startswith("\n<|im_start|>user\n<tool_response>\nError: The tool call is not valid JSON")
+    assert between.endswith("</tool_response>\n<tool_response>\n5\n</tool_response><|im_end|>\n<|im_start|>assistant\n")
+    assert output.extra_fields["gaia_tool_errors"] == 1 and output.extra_fields["gaia_tool_calls"] == 2
+    assert output.extra_fields["gaia_stop"] == "answer"
+
+
+async def test_turn_limit_stops_the_episode(tokenizer, fake_mcp) -> None:
+    server = ScriptedServer(tokenizer, [call("add", a=1, b=1)] * 5)
+    output = await make_loop(tokenizer, server, fake_mcp.url, max_turns=2).run({}, raw_prompt=PROMPT)
+    assert len(server.calls) == 2 and output.extra_fields["gaia_stop"] == "max_turns"
+    assert output.response_mask[-1] == 0  # the last tool response is in, no third turn sampled
+
+
+async def test_response_budget_stops_the_episode(tokenizer, fake_mcp) -> None:
+    long_turn = "<think>" + "hmm " * 30 + "</think>" + call("big", n=300)
+    server = ScriptedServer(tokenizer, [long_turn] * 10)
+    output = await make_loop(tokenizer, server, fake_mcp.url, response_length=700).run({}, raw_prompt=PROMPT)
+    assert output.extra_fields["gaia_stop"] == "response_budget"
+    assert len(output.response_ids) <= 700
+    # every generate was bounded by what was left of the budget
+    for request in server.calls:
+        used = len(request["prompt_ids"]) - len(output.prompt_ids)
+        assert request["params"]["max_tokens"] == 700 - used
+
+
+async def test_truncated_turn_keeps_what_was_sampled(tokenizer, fake_mcp) -> None:
+    server = ScriptedServer(tokenizer, ["<think>" + "a" * 500])
+    output = await make_loop(tokenizer, server, fake_mcp.url, response_length=100).run({}, raw_prompt=PROMPT)
+    assert output.response_ids == server.sampled[0] and len(output.response_ids) == 100
+    assert set(output.response_mask) == {1}
+    assert output.extra_fields["gaia_stop"] == "response_budget"
+
+
+async def test_missing_logprobs_are_not_invented(tokenizer, fake_mcp) -> None:
+    server = ScriptedServer(tokenizer, [call("add", a=1, b=2), "<answer>3</answer>"], logprobs=False)
+    output = await make_loop(tokenizer, server, fake_mcp.url).run({}, raw_prompt=PROMPT)
+    assert output.response_logprobs is None
+
+
+async def test_prompt_too_long_is_refused_with_a_reason(tokenizer, fake_mcp) -> None:
+    server = ScriptedServer(tokenizer, ["<answer>x</answer>"])
+    loop = make_loop(tokenizer, server, fake_mcp.url, prompt_length=64)
+    with pytest.raises(ValueError, match="MCP_SERVERS"):
+        await loop.run({}, raw_prompt=PROMPT)
+    assert server.calls == []
+
+
+async def test_output_becomes_verl_tensors(tokenizer, fake_mcp) -> None:
+    server = ScriptedServer(tokenizer, [call("add", a=2, b=3), "<answer>5</answer>"])
+    output = await make_loop(tokenizer, server, fake_mcp.url).run({}, raw_prompt=PROMPT)
+    tensors = output.as_dict()
+    assert tensors["responses"].shape == tensors["response_mask"].shape == tensors["rollout_log_probs"].shape
+    assert int(tensors["response_mask"].sum()) == sum(len(s) for s in server.sampled)
