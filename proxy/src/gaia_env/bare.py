@@ -13,7 +13,7 @@ from typing import Any
 
 from mcp.server.streamable_http import check_accept_headers
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
-from mcp_types import INVALID_PARAMS
+from mcp_types import INVALID_PARAMS, INVALID_REQUEST
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Scope
@@ -33,15 +33,18 @@ class BareRequests:
     async def answer(
         self, body: bytes, scope: Scope, servers: list[str] | None, session: str | None
     ) -> Response | None:
-        message = _simple_request(body)
-        if message is None:
-            return None
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            return None  # the SDK answers -32700
         request = Request(scope)
-        has_json, _ = check_accept_headers(request)
-        if not has_json:
-            return None
         if refusal := await self.security.validate_request(request, is_post=True):
             return refusal
+        if problem := _not_a_request(parsed):
+            return _error(None, INVALID_REQUEST, problem, status=400)
+        message = _simple_request(parsed)
+        if message is None or not check_accept_headers(request)[0]:
+            return None
         request_id, method, params = message["id"], message["method"], message.get("params") or {}
         try:
             selection = self.gateway.select(servers)
@@ -79,15 +82,24 @@ class BareRequests:
         return cached[1]
 
 
-def _simple_request(body: bytes) -> dict[str, Any] | None:
-    try:
-        message = json.loads(body)
-    except ValueError:
-        return None
+def _not_a_request(message: Any) -> str | None:
+    """Why a parsed body is no JSON-RPC message at all (the SDK would answer with a pydantic dump)."""
+    if isinstance(message, list):
+        return "Batch requests are not supported: send one JSON-RPC request per POST."
+    if not isinstance(message, dict):
+        return "The body must be a JSON-RPC 2.0 request object."
+    if message.get("jsonrpc") != "2.0":
+        return 'Not a JSON-RPC 2.0 message: set "jsonrpc": "2.0".'
+    if "method" not in message and "result" not in message and "error" not in message:
+        return 'The request has no "method".'
+    if "method" in message and not isinstance(message["method"], str):
+        return 'The request\'s "method" must be a string.'
+    return None
+
+
+def _simple_request(message: dict[str, Any]) -> dict[str, Any] | None:
     if (
-        not isinstance(message, dict)
-        or message.get("jsonrpc") != "2.0"
-        or message.get("method") not in FAST_METHODS
+        message.get("method") not in FAST_METHODS
         or not isinstance(message.get("id"), str | int)
         or isinstance(message.get("id"), bool)
         or not isinstance(message.get("params", {}), dict | None)
@@ -101,6 +113,6 @@ def _reply(request_id: Any, result: bytes) -> Response:
     return Response(head + b',"result":' + result + b"}", media_type="application/json")
 
 
-def _error(request_id: Any, code: int, message: str) -> Response:
+def _error(request_id: Any, code: int, message: str, status: int = 200) -> Response:
     body = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
-    return Response(json.dumps(body).encode(), media_type="application/json")
+    return Response(json.dumps(body).encode(), status_code=status, media_type="application/json")

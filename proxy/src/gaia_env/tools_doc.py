@@ -27,12 +27,12 @@ def _params(schema: dict[str, Any]) -> list[tuple[str, str, bool, str, str]]:
 def _type_of(prop: dict[str, Any]) -> str:
     if "type" in prop:
         kind = prop["type"]
-        kind = " | ".join(kind) if isinstance(kind, list) else kind
+        kind = " or ".join(kind) if isinstance(kind, list) else kind
         if kind == "array" and isinstance(prop.get("items"), dict):
             return f"array of {_type_of(prop['items'])}"
         return kind
     if "anyOf" in prop:
-        return " | ".join(_type_of(p) for p in prop["anyOf"])
+        return " or ".join(_type_of(p) for p in prop["anyOf"])
     if "enum" in prop:
         return "enum"
     if "const" in prop:

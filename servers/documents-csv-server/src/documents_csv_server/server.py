@@ -31,7 +31,7 @@ _cache: OrderedDict["_Request", str] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
-@server.tool(structured_output=False)
+@server.tool()
 def extract_csv_content(
     file_path: Annotated[str, Field(description="Path to the CSV document file to extract content from")],
     ctx: Context,
@@ -145,7 +145,7 @@ def _report(guard: PathGuard, path: Path, raw: str, request: _Request) -> str:
     return report.render(built, request.output_format)
 
 
-@server.tool(structured_output=False)
+@server.tool()
 def list_supported_formats() -> str:
     """List all supported CSV formats for extraction."""
     return "\n".join(

@@ -22,7 +22,7 @@ server = KitServer(
 )
 
 
-@server.tool(structured_output=False)
+@server.tool()
 def extract_text_content(
     file_path: Annotated[str, Field(description="Path to the text document file to extract content from")],
     ctx: Context,
@@ -80,7 +80,7 @@ def extract_text_content(
     return render.as_markdown(rows, result.content, language, note)
 
 
-@server.tool(structured_output=False)
+@server.tool()
 def list_supported_formats() -> str:
     """List all supported text formats for extraction."""
     groups: dict[str, list[str]] = {}

@@ -5,9 +5,6 @@ from __future__ import annotations
 import mimetypes
 from pathlib import Path
 
-MAX_MEDIA_BYTES = 20 * 1024 * 1024
-"""Images and audio are sent whole, base64-encoded; LLM APIs refuse much larger inline media anyway."""
-
 _EXTENSIONS = {
     ".png": "image/png",
     ".jpg": "image/jpeg",

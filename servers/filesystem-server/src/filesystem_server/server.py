@@ -31,7 +31,7 @@ from pydantic import Field
 
 from . import textio, walk
 from .edits import EditOperation, apply_edits, unified_diff
-from .media import MAX_MEDIA_BYTES, media_type
+from .media import media_type
 
 server = KitServer(
     "filesystem-server",
@@ -59,7 +59,7 @@ MaxLength = Annotated[
 Excludes = Annotated[list[str], Field(description="Glob patterns or names of entries to skip")]
 
 
-@server.tool(structured_output=False)
+@server.tool()
 def read_file(
     path: PathArg,
     ctx: Context,
@@ -72,7 +72,7 @@ def read_file(
     return _read_text(session_of(ctx).paths, path, head, tail, start_index, max_length)
 
 
-@server.tool(structured_output=False)
+@server.tool()
 def read_text_file(
     path: PathArg,
     ctx: Context,
@@ -90,7 +90,7 @@ def read_text_file(
     return _read_text(session_of(ctx).paths, path, head, tail, start_index, max_length)
 
 
-@server.tool(structured_output=False)
+@server.tool()
 def read_media_file(path: PathArg, ctx: Context) -> list[ImageContent | AudioContent]:
     """Read an image or audio file. Returns the base64 encoded data and MIME type. Only works within
     allowed directories."""
@@ -102,7 +102,8 @@ def read_media_file(path: PathArg, ctx: Context) -> list[ImageContent | AudioCon
             "(PDF, DOCX, XLSX, ...) with the document server for their format."
         )
     size = target.stat().st_size
-    cap = min(MAX_MEDIA_BYTES, get_settings().max_read_bytes)
+    # Sent whole as base64: LLM APIs refuse much larger inline media anyway.
+    cap = min(get_settings().max_media_bytes, get_settings().max_read_bytes)
     if size > cap:
         raise ToolFailure(
             f"{path} is {walk.format_size(size)}, over the {walk.format_size(cap)} limit for inline media; "
@@ -114,7 +115,7 @@ def read_media_file(path: PathArg, ctx: Context) -> list[ImageContent | AudioCon
     return [AudioContent(type="audio", data=data, mime_type=mime)]
 
 
-@server.tool(structured_output=False)
+@server.tool()
 def read_multiple_files(
     paths: Annotated[list[str], Field(description="File paths to read")],
     ctx: Context,
@@ -149,7 +150,7 @@ def read_multiple_files(
     return truncate("\n---\n".join(results), cap + 1_000, note="Read fewer files per call.")
 
 
-@server.tool(structured_output=False)
+@server.tool()
 def write_file(
     path: PathArg, content: Annotated[str, Field(description="The complete new text")], ctx: Context
 ) -> str:
@@ -164,7 +165,7 @@ def write_file(
     return f"Successfully wrote to {path}"
 
 
-@server.tool(structured_output=False)
+@server.tool()
 def edit_file(
     path: PathArg,
     edits: Annotated[list[EditOperation], Field(description="Edits applied in order")],
@@ -203,7 +204,7 @@ def edit_file(
     return truncate(result, get_settings().max_output_chars, note="The edit itself is complete.")
 
 
-@server.tool(structured_output=False)
+@server.tool()
 def create_directory(path: PathArg, ctx: Context) -> str:
     """Create a new directory or ensure a directory exists. Can create multiple nested directories in one
     operation. If the directory already exists, this operation will succeed silently. Perfect for
@@ -216,7 +217,7 @@ def create_directory(path: PathArg, ctx: Context) -> str:
     return f"Successfully created directory {path}"
 
 
-@server.tool(structured_output=False)
+@server.tool()
 def list_directory(path: PathArg, ctx: Context, start_index: StartIndex = 0) -> str:
     """Get a detailed listing of all files and directories in a specified path. Results clearly
     distinguish between files and directories with [FILE] and [DIR] prefixes. This tool is essential for
@@ -230,7 +231,7 @@ def list_directory(path: PathArg, ctx: Context, start_index: StartIndex = 0) -> 
     return page("\n".join(lines) if lines else f"{path} is empty.", start_index)
 
 
-@server.tool(structured_output=False)
+@server.tool()
 def list_directory_with_sizes(
     path: PathArg,
     ctx: Context,
@@ -268,7 +269,7 @@ def list_directory_with_sizes(
     return page("\n".join(lines), start_index)
 
 
-@server.tool(structured_output=False)
+@server.tool()
 def directory_tree(
     path: PathArg,
     ctx: Context,
@@ -293,7 +294,7 @@ def directory_tree(
     return page(text, start_index)
 
 
-@server.tool(structured_output=False)
+@server.tool()
 def move_file(
     source: Annotated[str, Field(description="The file or directory to move")],
     destination: Annotated[str, Field(description="Its new path; must not exist yet")],
@@ -316,7 +317,7 @@ def move_file(
     return f"Successfully moved {source} to {destination}"
 
 
-@server.tool(structured_output=False)
+@server.tool()
 def search_files(
     path: PathArg,
     pattern: Annotated[str, Field(description="Part of a name (case-insensitive), or a glob such as *.csv")],
@@ -339,7 +340,7 @@ def search_files(
     return page(text, start_index)
 
 
-@server.tool(structured_output=False)
+@server.tool()
 def get_file_info(path: PathArg, ctx: Context) -> str:
     """Retrieve detailed metadata about a file or directory. Returns comprehensive information including
     size, creation time, last modified time, permissions, and type. This tool is perfect for
@@ -370,7 +371,7 @@ def get_file_info(path: PathArg, ctx: Context) -> str:
     return "\n".join(f"{key}: {value}" for key, value in lines.items())
 
 
-@server.tool(structured_output=False)
+@server.tool()
 def list_allowed_directories(ctx: Context) -> str:
     """Returns the list of directories that this server is allowed to access. Subdirectories within these
     allowed directories are also accessible. Use this to understand which directories and their nested

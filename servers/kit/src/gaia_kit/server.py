@@ -15,6 +15,8 @@ from .errors import describe_exception
 
 class KitServer(MCPServer):
     def add_tool(self, fn: Callable[..., Any], name: str | None = None, **kwargs: Any) -> None:
+        # Text results only, unless a tool asks: structured output would send every result twice.
+        kwargs["structured_output"] = kwargs.get("structured_output") or False
         super().add_tool(_explained(fn, name or fn.__name__), name=name, **kwargs)
 
 

@@ -33,6 +33,9 @@ class KitSettings(BaseSettings):
     max_read_bytes: int = 64 * 1024 * 1024
     """Cap on the bytes a tool reads into memory from one file."""
 
+    max_media_bytes: int = 20 * 1024 * 1024
+    """Cap on an image or audio file returned inline as base64."""
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> KitSettings:
