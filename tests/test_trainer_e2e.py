@@ -1,0 +1,128 @@
+"""The trainer end to end: real gateway, real filesystem and csv servers, the demo data, and a
+loopback OpenAI-compatible fake playing a scripted agent through `gaia-train eval`."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from gaia_train import dataset as ds
+from gaia_train.cli import main
+from gaia_train.demo_data import DEMO_TASKS, write_demo_snapshot
+from gaia_train.testing import LoopbackServer, chat_completions_app, free_port, tool_call
+
+SERVERS = "filesystem-server,documents-csv-server"
+
+
+class Gateway:
+    def __init__(self, dataset_dir: Path, workspace_root: Path):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.workspace_root = workspace_root
+        self.log = workspace_root.parent / "gateway.log"
+        command = [sys.executable, "-m", "gaia_env", "serve", "--host", "127.0.0.1", "--port", str(self.port),
+                   "--servers", SERVERS, "--dataset-dir", str(dataset_dir), "--workspace-root", str(workspace_root)]
+        self.process = subprocess.Popen(command, stdout=self.log.open("w"), stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+
+    def wait_ready(self, timeout_s: float = 90.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"gaia-env serve exited with {self.process.returncode}:\n{self.log.read_text()}")
+            try:
+                if httpx.get(f"{self.url}/ready", timeout=2).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.3)
+        raise RuntimeError(f"gaia-env serve was not ready within {timeout_s} s:\n{self.log.read_text()}")
+
+    def ready(self) -> dict[str, Any]:
+        return httpx.get(f"{self.url}/ready", timeout=5).json()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("demo")
+    write_demo_snapshot(root, skip_audio=True)
+    return root
+
+
+@pytest.fixture(scope="module")
+def gateway(demo: Path, tmp_path_factory) -> Iterator[Gateway]:
+    workspaces = tmp_path_factory.mktemp("gw") / "workspaces"
+    workspaces.mkdir()
+    gateway = Gateway(demo, workspaces)
+    try:
+        gateway.wait_ready()
+        yield gateway
+    finally:
+        gateway.stop()
+
+
+def scripted_agent(body: dict[str, Any]) -> dict[str, Any]:
+    """Lists the attachment's folder, reads the CSV, adds up the North region's revenue."""
+    messages = body["messages"]
+    attachment = re.search(r"Attached file: (\S+)", messages[1]["content"]).group(1)
+    tool_turns = [m for m in messages if m["role"] == "tool"]
+    if not tool_turns:
+        return {"content": "", "tool_calls": [tool_call("list_directory", {"path": attachment.rsplit("/", 1)[0]})]}
+    if len(tool_turns) == 1:
+        assert attachment.rsplit("/", 1)[1] in tool_turns[0]["content"], tool_turns[0]["content"]
+        return {"content": "", "tool_calls": [tool_call("extract_csv_content", {"file_path": attachment})]}
+    revenue = 0
+    for line in tool_turns[-1]["content"].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0] == "North":
+            revenue += int(cells[2]) * int(cells[3])
+    return {"content": f"North revenue is {revenue}. <answer>{revenue}</answer>"}
+
+
+def test_eval_against_the_real_gateway(demo: Path, gateway: Gateway, tmp_path: Path, capsys) -> None:
+    [revenue_task] = [t for t in DEMO_TASKS if t.key == "csv-revenue"]
+    tasks = [t for t in ds.load_split(demo, "validation") if t.task_id == revenue_task.task_id]
+    rows = tmp_path / "rows.parquet"
+    import pandas as pd
+
+    pd.DataFrame([ds.to_row(t, 0, ds.DEFAULT_MOUNT) for t in tasks]).to_parquet(rows, index=False)
+
+    with LoopbackServer(chat_completions_app(scripted_agent)) as model:
+        code = main(["eval", "--data", str(rows), "--out", str(tmp_path / "eval"), "--base-url", f"{model.url}/v1",
+                     "--model", "scripted", "--mcp-url", f"{gateway.url}/mcp", "--servers", SERVERS,
+                     "--no-progress"])
+    assert code == 0, capsys.readouterr().err
+
+    [record] = [json.loads(x) for x in (tmp_path / "eval" / "trajectories.jsonl").read_text().splitlines()]
+    assert record["reward"] == 1.0 and record["answer"] == "3070" and record["stop"] == "answer"
+    assert record["metrics"]["tool_calls"] == {"list_directory": 1, "extract_csv_content": 1}
+    assert record["metrics"]["tool_errors"] == 0
+    tool_outputs = [m["content"] for m in record["messages"] if m["role"] == "tool"]
+    assert "| North" in tool_outputs[1]
+
+    # The episode's session is gone from the gateway and its workspace removed.
+    assert "session ended, workspace removed" in gateway.log.read_text()
+    assert gateway.ready()["sessions"] == 0
+    assert list(gateway.workspace_root.iterdir()) == []
+    summary = json.loads((tmp_path / "eval" / "summary.json").read_text())
+    assert summary["pass_at_1"] == 1.0 and (tmp_path / "eval" / "summary.png").exists()
