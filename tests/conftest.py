@@ -10,11 +10,6 @@ from gateway_harness import PROBE_REGISTRY, RunningGateway, launch, write_regist
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def gateway_factory(tmp_path: Path) -> Iterator:
     started: list[RunningGateway] = []
 

@@ -1,38 +1,15 @@
-from types import SimpleNamespace
-
 import pytest
 from documents_csv_server.server import server
-from gaia_kit.settings import get_settings
-from mcp import Client
+from gaia_kit.testing import session_call
 
 
 @pytest.fixture
-def anyio_backend():
-    return "asyncio"
+def env(kit_env):
+    return kit_env
 
 
 @pytest.fixture
-def env(tmp_path, monkeypatch):
-    """A workspace root with one session workspace, and a dataset directory beside it."""
-    root = tmp_path / "workspaces"
-    dataset = tmp_path / "dataset"
-    workspace = root / "s1"
-    for folder in (root, dataset, workspace):
-        folder.mkdir()
-    monkeypatch.setenv("GAIA_WORKSPACE_ROOT", str(root))
-    monkeypatch.setenv("GAIA_DATASET_DIR", str(dataset))
-    get_settings.cache_clear()
-    yield SimpleNamespace(root=root, dataset=dataset, workspace=workspace)
-    get_settings.cache_clear()
-
-
-@pytest.fixture
-async def call(env):
+async def call(kit_env):
     """call(tool, **arguments) -> CallToolResult, through the MCP protocol, in session s1."""
-    meta = {"gaia-env/session-id": "s1", "gaia-env/workspace": str(env.workspace)}
-    async with Client(server) as client:
-
-        async def invoke(name, **arguments):
-            return await client.call_tool(name, arguments, meta=meta)
-
+    async with session_call(server, kit_env.workspace) as invoke:
         yield invoke

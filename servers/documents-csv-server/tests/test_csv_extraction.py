@@ -2,12 +2,11 @@
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 from documents_csv_server.server import server
+from gaia_kit.testing import failed, ok, run_measured
 
 pytestmark = pytest.mark.anyio
 
@@ -18,20 +17,6 @@ SALES = (
     '3,"cherry, red",7,4.00,2023-03-01,True\n'
     "4,apple,1,1.50,2022-12-31,True\n"
 )
-
-
-def text(result) -> str:
-    return "\n".join(block.text for block in result.content if block.type == "text")
-
-
-def ok(result) -> str:
-    assert not result.is_error, text(result)
-    return text(result)
-
-
-def failed(result) -> str:
-    assert result.is_error, text(result)
-    return text(result)
 
 
 async def report(call, **arguments) -> dict:
@@ -239,15 +224,6 @@ async def test_bad_inputs(call, env):
     assert failed(await call("extract_csv_content"))
 
 
-# The child's own high-water mark. getrusage's ru_maxrss is no good here: Python starts children
-# with vfork, and exec then folds the parent's (pytest's) peak into the child's ru_maxrss.
-PEAK_RSS = """
-def peak_rss_kb():
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
-"""
-
-
 @pytest.mark.slow
 def test_a_1gb_csv_is_streamed_exactly_in_bounded_memory(tmp_path):
     """~1 GB of rows: the count must be exact, the sums exact, and peak RSS far below the file size."""
@@ -280,22 +256,14 @@ def test_a_1gb_csv_is_streamed_exactly_in_bounded_memory(tmp_path):
                     meta={{"gaia-env/session-id": "s1", "gaia-env/workspace": {str(workspace)!r}}},
                 )
             text = result.content[0].text
-            print(json.dumps({{"error": result.is_error, "text": text,
-                              "peak_rss_kb": peak_rss_kb()}}))
+            print(json.dumps({{"error": result.is_error, "text": text}}))
 
         anyio.run(main)
         """
     )
-    child_env = {
-        **os.environ,
-        "GAIA_WORKSPACE_ROOT": str(root),
-        "GAIA_DATASET_DIR": str(tmp_path / "dataset"),
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", PEAK_RSS + script], capture_output=True, text=True, timeout=900, env=child_env
+    outcome = run_measured(
+        script, env={"GAIA_WORKSPACE_ROOT": str(root), "GAIA_DATASET_DIR": str(tmp_path / "dataset")}
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    outcome = json.loads(done.stdout)
     assert not outcome["error"], outcome["text"]
     data = json.loads(outcome["text"])
     rows = blocks * lines_per_block

@@ -1,28 +1,13 @@
 """extract_text_content and list_supported_formats through the MCP protocol."""
 
 import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
 from documents_txt_server.server import server
+from gaia_kit.testing import failed, ok, run_measured
 
 pytestmark = pytest.mark.anyio
-
-
-def text(result) -> str:
-    return "\n".join(block.text for block in result.content if block.type == "text")
-
-
-def ok(result) -> str:
-    assert not result.is_error, text(result)
-    return text(result)
-
-
-def failed(result) -> str:
-    assert result.is_error, text(result)
-    return text(result)
 
 
 async def test_tools_are_listed():
@@ -176,15 +161,6 @@ async def test_list_supported_formats(call):
     assert "Markdown: .md, .markdown" in out and "Python source: .py" in out and "json" in out
 
 
-# The child's own high-water mark. getrusage's ru_maxrss is no good here: Python starts children
-# with vfork, and exec then folds the parent's (pytest's) peak into the child's ru_maxrss.
-PEAK_RSS = """
-def peak_rss_kb():
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
-"""
-
-
 @pytest.mark.slow
 def test_a_1gb_file_is_streamed_in_bounded_memory(tmp_path):
     big = tmp_path / "huge.txt"
@@ -203,15 +179,10 @@ def test_a_1gb_file_is_streamed_in_bounded_memory(tmp_path):
         print(json.dumps({{
             "head": head.content[:30], "head_more": head.more, "complete": head.stats.complete,
             "deep_len": len(deep.content), "deep_more": deep.more,
-            "peak_rss_kb": peak_rss_kb(),
         }}))
         """
     )
-    done = subprocess.run(
-        [sys.executable, "-c", PEAK_RSS + script], capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    report = run_measured(script, timeout=600)
     assert report["head"] == "line 0 of a large log file wit" and report["head_more"]
     assert report["complete"] is False
     assert report["deep_len"] == 40_000 and report["deep_more"]

@@ -8,22 +8,9 @@ import zlib
 
 import pytest
 from filesystem_server.server import server
+from gaia_kit.testing import failed, ok
 
 pytestmark = pytest.mark.anyio
-
-
-def text(result) -> str:
-    return "\n".join(block.text for block in result.content if block.type == "text")
-
-
-def ok(result) -> str:
-    assert not result.is_error, text(result)
-    return text(result)
-
-
-def failed(result) -> str:
-    assert result.is_error, text(result)
-    return text(result)
 
 
 def png_bytes() -> bytes:

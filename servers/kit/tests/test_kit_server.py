@@ -12,11 +12,6 @@ from mcp.server.mcpserver import Context
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def roots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("GAIA_WORKSPACE_ROOT", str(tmp_path / "ws"))
     monkeypatch.setenv("GAIA_DATASET_DIR", str(tmp_path / "data"))

@@ -73,13 +73,7 @@ def extract_csv_content(
     if max_rows is not None and max_rows <= 0:
         raise ToolFailure("max_rows must be a positive number of rows, or omitted to read them all.")
     guard = session_of(ctx).paths
-    path = guard.resolve(file_path)
-    if path.is_dir():
-        raise ToolFailure(f"{file_path} is a directory; pass a CSV file inside it.")
-    if not path.exists():
-        raise ToolFailure(
-            f"{file_path} does not exist; check the path (list its directory to see what is there)."
-        )
+    path = guard.existing_file(file_path)
     info = path.stat()
     request = _Request(
         str(path), info.st_size, info.st_mtime_ns, str(guard.workspace), output_format, max_rows,

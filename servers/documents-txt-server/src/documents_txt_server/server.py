@@ -57,13 +57,7 @@ def extract_text_content(
     if max_content_length is not None and max_content_length <= 0:
         raise ToolFailure("max_content_length must be a positive number of characters, or omitted.")
     guard = session_of(ctx).paths
-    path = guard.resolve(file_path)
-    if path.is_dir():
-        raise ToolFailure(f"{file_path} is a directory; pass a file inside it.")
-    if not path.exists():
-        raise ToolFailure(
-            f"{file_path} does not exist; check the path (list its directory to see what is there)."
-        )
+    path = guard.existing_file(file_path)
     settings = get_settings()
     limit = min(max_content_length or settings.max_output_chars, settings.max_output_chars)
     result = extract(path, file_path, encoding, start_index, limit, settings.max_read_bytes)

@@ -60,19 +60,6 @@ Excludes = Annotated[list[str], Field(description="Glob patterns or names of ent
 
 
 @server.tool()
-def read_file(
-    path: PathArg,
-    ctx: Context,
-    tail: TailLines = None,
-    head: HeadLines = None,
-    start_index: StartIndex = 0,
-    max_length: MaxLength = None,
-) -> str:
-    """Read the complete contents of a file as text. DEPRECATED: Use read_text_file instead."""
-    return _read_text(session_of(ctx).paths, path, head, tail, start_index, max_length)
-
-
-@server.tool()
 def read_text_file(
     path: PathArg,
     ctx: Context,
@@ -88,6 +75,13 @@ def read_text_file(
     file as text regardless of extension. Long output is cut into pages: call again with the
     start_index given at the end. Only works within allowed directories."""
     return _read_text(session_of(ctx).paths, path, head, tail, start_index, max_length)
+
+
+server.add_tool(
+    read_text_file,
+    name="read_file",
+    description="Read the complete contents of a file as text. DEPRECATED: Use read_text_file instead.",
+)
 
 
 @server.tool()

@@ -50,6 +50,17 @@ class PathGuard:
             raise self._outside(raw)
         return real
 
+    def existing_file(self, raw: str) -> Path:
+        """Resolve a file to read: it must exist and not be a directory."""
+        path = self.resolve(raw)
+        if path.is_dir():
+            raise ToolFailure(f"{raw} is a directory; pass a file inside it.")
+        if not path.exists():
+            raise ToolFailure(
+                f"{raw} does not exist; check the path (list its directory to see what is there)."
+            )
+        return path
+
     def display(self, path: Path) -> str:
         """The path as agents should see it: dataset files under the alias they were told."""
         if self.dataset is not None and self.dataset_alias and path.is_relative_to(self.dataset):

@@ -1,0 +1,103 @@
+"""Test helpers every server's tests share: throwaway roots, a session client, result checks.
+
+In a server's tests/conftest.py:
+
+    from gaia_kit.testing import session_call     # kit_env and anyio_backend come from the root conftest
+    from my_server.server import server
+
+    @pytest.fixture
+    async def call(kit_env):
+        async with session_call(server, kit_env.workspace) as invoke:
+            yield invoke
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.server.mcpserver import MCPServer
+
+from .session import SESSION_ID_KEY, WORKSPACE_KEY
+from .settings import get_settings
+
+Invoke = Callable[..., Awaitable[Any]]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def kit_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleNamespace]:
+    """A workspace root with one session workspace (s1), and a dataset directory beside it."""
+    root, dataset = tmp_path / "workspaces", tmp_path / "dataset"
+    workspace = root / "s1"
+    for folder in (root, dataset, workspace):
+        folder.mkdir()
+    monkeypatch.setenv("GAIA_WORKSPACE_ROOT", str(root))
+    monkeypatch.setenv("GAIA_DATASET_DIR", str(dataset))
+    get_settings.cache_clear()
+    yield SimpleNamespace(root=root, dataset=dataset, workspace=workspace)
+    get_settings.cache_clear()
+
+
+@contextlib.asynccontextmanager
+async def session_call(server: MCPServer, workspace: Path, session_id: str = "s1") -> AsyncIterator[Invoke]:
+    """invoke(tool, **arguments) -> CallToolResult, over the MCP protocol, as the gateway sends it."""
+    meta = {SESSION_ID_KEY: session_id, WORKSPACE_KEY: str(workspace)}
+    async with Client(server) as client:
+
+        async def invoke(name: str, **arguments: Any) -> Any:
+            return await client.call_tool(name, arguments, meta=meta)
+
+        yield invoke
+
+
+def text(result: Any) -> str:
+    return "\n".join(block.text for block in result.content if block.type == "text")
+
+
+def ok(result: Any) -> str:
+    assert not result.is_error, text(result)
+    return text(result)
+
+
+def failed(result: Any) -> str:
+    assert result.is_error, text(result)
+    return text(result)
+
+
+# The child's own high-water mark. getrusage's ru_maxrss is no good here: Python starts children
+# with vfork, and exec then folds the parent's (pytest's) peak into the child's ru_maxrss.
+_PEAK_RSS_EPILOGUE = """
+import json as _json
+with open("/proc/self/status") as _status:
+    _peak = next(int(line.split()[1]) for line in _status if line.startswith("VmHWM:"))
+print(_json.dumps({"peak_rss_kb": _peak}))
+"""
+
+
+def run_measured(script: str, env: dict[str, str] | None = None, timeout: float = 900) -> dict[str, Any]:
+    """Run `script` (which prints one JSON object) in a child Python; return it plus `peak_rss_kb`."""
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script) + _PEAK_RSS_EPILOGUE],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report, peak = done.stdout.strip().splitlines()[-2:]
+    return {**json.loads(report), **json.loads(peak)}
