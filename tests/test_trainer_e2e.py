@@ -16,7 +16,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from gaia_train import dataset as ds
 from gaia_train.cli import main
 from gaia_train.demo_data import DEMO_TASKS, write_demo_snapshot
@@ -31,16 +30,33 @@ class Gateway:
         self.url = f"http://127.0.0.1:{self.port}"
         self.workspace_root = workspace_root
         self.log = workspace_root.parent / "gateway.log"
-        command = [sys.executable, "-m", "gaia_env", "serve", "--host", "127.0.0.1", "--port", str(self.port),
-                   "--servers", SERVERS, "--dataset-dir", str(dataset_dir), "--workspace-root", str(workspace_root)]
-        self.process = subprocess.Popen(command, stdout=self.log.open("w"), stderr=subprocess.STDOUT,
-                                        start_new_session=True)
+        command = [
+            sys.executable,
+            "-m",
+            "gaia_env",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--servers",
+            SERVERS,
+            "--dataset-dir",
+            str(dataset_dir),
+            "--workspace-root",
+            str(workspace_root),
+        ]
+        self.process = subprocess.Popen(
+            command, stdout=self.log.open("w"), stderr=subprocess.STDOUT, start_new_session=True
+        )
 
     def wait_ready(self, timeout_s: float = 90.0) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"gaia-env serve exited with {self.process.returncode}:\n{self.log.read_text()}")
+                raise RuntimeError(
+                    f"gaia-env serve exited with {self.process.returncode}:\n{self.log.read_text()}"
+                )
             try:
                 if httpx.get(f"{self.url}/ready", timeout=2).status_code == 200:
                     return
@@ -87,7 +103,10 @@ def scripted_agent(body: dict[str, Any]) -> dict[str, Any]:
     attachment = re.search(r"Attached file: (\S+)", messages[1]["content"]).group(1)
     tool_turns = [m for m in messages if m["role"] == "tool"]
     if not tool_turns:
-        return {"content": "", "tool_calls": [tool_call("list_directory", {"path": attachment.rsplit("/", 1)[0]})]}
+        return {
+            "content": "",
+            "tool_calls": [tool_call("list_directory", {"path": attachment.rsplit("/", 1)[0]})],
+        }
     if len(tool_turns) == 1:
         assert attachment.rsplit("/", 1)[1] in tool_turns[0]["content"], tool_turns[0]["content"]
         return {"content": "", "tool_calls": [tool_call("extract_csv_content", {"file_path": attachment})]}
@@ -108,9 +127,24 @@ def test_eval_against_the_real_gateway(demo: Path, gateway: Gateway, tmp_path: P
     pd.DataFrame([ds.to_row(t, 0, ds.DEFAULT_MOUNT) for t in tasks]).to_parquet(rows, index=False)
 
     with LoopbackServer(chat_completions_app(scripted_agent)) as model:
-        code = main(["eval", "--data", str(rows), "--out", str(tmp_path / "eval"), "--base-url", f"{model.url}/v1",
-                     "--model", "scripted", "--mcp-url", f"{gateway.url}/mcp", "--servers", SERVERS,
-                     "--no-progress"])
+        code = main(
+            [
+                "eval",
+                "--data",
+                str(rows),
+                "--out",
+                str(tmp_path / "eval"),
+                "--base-url",
+                f"{model.url}/v1",
+                "--model",
+                "scripted",
+                "--mcp-url",
+                f"{gateway.url}/mcp",
+                "--servers",
+                SERVERS,
+                "--no-progress",
+            ]
+        )
     assert code == 0, capsys.readouterr().err
 
     [record] = [json.loads(x) for x in (tmp_path / "eval" / "trajectories.jsonl").read_text().splitlines()]

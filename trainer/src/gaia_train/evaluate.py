@@ -18,13 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 from tqdm import tqdm
 
 from .dataset import HIDDEN_ANSWER
 from .episode import EpisodeLimits, Stop, run_episode
 from .mcp_session import EnvironmentUnavailable, McpSettings, McpToolSession
-from .openai_policy import EndpointSettings, OpenAIPolicy
+from .openai_policy import EndpointSettings, OpenAIPolicy, episode_client
 from .reward import gaia_reward_func
 
 TRAJECTORIES = "trajectories.jsonl"
@@ -70,12 +69,12 @@ def _drop_torn_tail(path: Path) -> None:
 
 
 async def _run_one(
-    row: dict[str, Any], client: httpx.AsyncClient, endpoint: EndpointSettings, mcp: McpSettings,
-    limits: EpisodeLimits,
+    row: dict[str, Any], endpoint: EndpointSettings, mcp: McpSettings, limits: EpisodeLimits
 ) -> dict[str, Any]:
     truth = str(row["reward_model"]["ground_truth"])
-    policy = OpenAIPolicy(client, endpoint)
-    result = await run_episode(list(row["prompt"]), policy, lambda: McpToolSession(mcp), limits)
+    async with episode_client(endpoint.request_timeout_s) as client:
+        policy = OpenAIPolicy(client, endpoint)
+        result = await run_episode(list(row["prompt"]), policy, lambda: McpToolSession(mcp), limits)
     hidden = truth.strip() == HIDDEN_ANSWER
     reward = None if hidden else gaia_reward_func(row.get("data_source", "gaia"), result.final_text, truth)
     return {
@@ -118,32 +117,29 @@ async def run_eval(
     write_lock = anyio.Lock()
     bar = tqdm(total=len(rows), initial=len(rows) - len(todo), disable=not progress, desc="episodes", unit="ep")
 
-    limits_http = httpx.Limits(max_connections=concurrency * 2, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(limits=limits_http) as client:
+    async def one(row: dict[str, Any]) -> None:
+        record: dict[str, Any] | None = None
+        failure: dict[str, Any] | None = None
+        async with gate:
+            try:
+                record = await _run_one(row, endpoint, mcp, limits)
+            except EnvironmentUnavailable as exc:
+                failure = {"task_id": _task_id(row), "error": str(exc)}
+            if record is not None and record["stop"] == Stop.MODEL_ERROR:
+                failure, record = {"task_id": record["task_id"], "error": record["error"]}, None
+        async with write_lock:
+            if failure is not None:
+                failed.append(failure)
+                with (out_dir / ERRORS).open("a", encoding="utf-8") as handle:
+                    handle.write(json.dumps(failure) + "\n")
+            else:
+                with trajectories.open("a", encoding="utf-8") as handle:
+                    handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            bar.update(1)
 
-        async def one(row: dict[str, Any]) -> None:
-            record: dict[str, Any] | None = None
-            failure: dict[str, Any] | None = None
-            async with gate:
-                try:
-                    record = await _run_one(row, client, endpoint, mcp, limits)
-                except EnvironmentUnavailable as exc:
-                    failure = {"task_id": _task_id(row), "error": str(exc)}
-                if record is not None and record["stop"] == Stop.MODEL_ERROR:
-                    failure, record = {"task_id": record["task_id"], "error": record["error"]}, None
-            async with write_lock:
-                if failure is not None:
-                    failed.append(failure)
-                    with (out_dir / ERRORS).open("a", encoding="utf-8") as handle:
-                        handle.write(json.dumps(failure) + "\n")
-                else:
-                    with trajectories.open("a", encoding="utf-8") as handle:
-                        handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-                bar.update(1)
-
-        async with anyio.create_task_group() as group:
-            for row in todo:
-                group.start_soon(one, row)
+    async with anyio.create_task_group() as group:
+        for row in todo:
+            group.start_soon(one, row)
     bar.close()
 
     wanted = set(ids)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import random
+import ssl
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import httpx
@@ -51,6 +53,17 @@ class EndpointSettings:
     @property
     def chat_url(self) -> str:
         return self.base_url.rstrip("/") + "/chat/completions"
+
+
+@cache
+def ssl_context() -> ssl.SSLContext:
+    return httpx.create_ssl_context()
+
+
+def episode_client(timeout_s: float) -> httpx.AsyncClient:
+    """A small client per episode: one shared pool for hundreds of concurrent episodes spends
+    its time matching requests to connections (httpcore's pool scan grows with both)."""
+    return httpx.AsyncClient(timeout=timeout_s, verify=ssl_context(), limits=httpx.Limits(max_connections=4))
 
 
 def _wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
