@@ -91,7 +91,7 @@ async def _run_one(
     }
 
 
-async def run_eval(
+async def run_episodes(
     rows: list[dict[str, Any]],
     out_dir: Path,
     endpoint: EndpointSettings,
@@ -101,6 +101,7 @@ async def run_eval(
     concurrency: int = 32,
     progress: bool = True,
 ) -> EvalReport:
+    """Run every row not yet in out_dir/trajectories.jsonl; the report has no summary yet."""
     if concurrency < 1:
         raise ValueError(f"--concurrency must be at least 1, got {concurrency}")
     ids = [_task_id(r) for r in rows]
@@ -141,14 +142,31 @@ async def run_eval(
         for row in todo:
             group.start_soon(one, row)
     bar.close()
+    return EvalReport({}, ran=len(todo), skipped=len(rows) - len(todo), failed=failed)
 
-    wanted = set(ids)
-    records = [r for r in _read_jsonl(trajectories) if r["task_id"] in wanted]
-    summary = summarize(records)
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    draw_chart(summary, out_dir / "summary.png")
+
+async def run_eval(
+    rows: list[dict[str, Any]],
+    out_dir: Path,
+    endpoint: EndpointSettings,
+    mcp: McpSettings,
+    limits: EpisodeLimits,
+    *,
+    concurrency: int = 32,
+    progress: bool = True,
+) -> EvalReport:
+    """`run_episodes`, then the summary over every finished episode of these rows."""
+    report = await run_episodes(
+        rows, out_dir, endpoint, mcp, limits, concurrency=concurrency, progress=progress
+    )
+    out_dir = Path(out_dir)
+    wanted = {_task_id(r) for r in rows}
+    records = [r for r in _read_jsonl(out_dir / TRAJECTORIES) if r["task_id"] in wanted]
+    report.summary = summarize(records)
+    (out_dir / "summary.json").write_text(json.dumps(report.summary, indent=2) + "\n", encoding="utf-8")
+    draw_chart(report.summary, out_dir / "summary.png")
     _write_submission(records, out_dir)
-    return EvalReport(summary, ran=len(todo), skipped=len(rows) - len(todo), failed=failed)
+    return report
 
 
 def _mean(values: list[float]) -> float:

@@ -1,7 +1,8 @@
 """One MCP session per episode: its own `X-Session-Id`, so its own workspace on the gateway.
 
-The session lists the tools once, checks every call against the listed schema before sending
-it (a wrong call gets a precise message back, not a round trip), enforces a per-call
+The tool catalog is listed once per endpoint (and minute) and shared; every call is checked
+against it before it is sent (a wrong call gets a precise message back, not a round trip),
+the session enforces a per-call
 deadline, caps the text a call returns, and is closed whatever happens: the SDK ends its
 transport, and a `DELETE /mcp` with the session header tells the gateway to drop the
 workspace.
@@ -16,7 +17,7 @@ import time
 import ssl
 import uuid
 from contextlib import AsyncExitStack
-from functools import cache
+from functools import cache, lru_cache
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +27,7 @@ import jsonschema
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, EmbeddedResource, ImageContent, TextContent, Tool
+from mcp_types import CallToolResult, DiscoverResult, EmbeddedResource, ImageContent, TextContent, Tool
 
 from .toolcalls import ToolCall
 
@@ -48,7 +49,8 @@ class McpSettings:
     max_output_chars: int = 8192
     auth_token: str | None = None
     mode: str = "auto"
-    """mcp.Client connect mode: "auto" (discover, fall back to initialize) or "legacy"."""
+    """mcp.Client connect mode: "auto" (negotiate once per endpoint, see `_connect_mode`), "legacy",
+    or a protocol version to adopt without asking."""
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
@@ -82,6 +84,32 @@ def _ssl_context() -> ssl.SSLContext:
     # One context for every episode: building one reads the CA bundle (about 17 ms), which
     # at 64 episodes a second would be a core's worth of work.
     return httpx2.create_ssl_context()
+
+
+# What "auto" found for each endpoint: one discover probe per process and endpoint, not one per
+# episode (at 64 concurrent episodes the probes are a good part of the client's work).
+_NEGOTIATED: dict[tuple[str, str | None], tuple[str, DiscoverResult | None]] = {}
+
+
+# The tool catalog of each endpoint and server selection, shared by the episodes of a process for
+# a minute: it is the same for every session, and listing it is one request per episode less.
+CATALOG_TTL_S = 60.0
+_CATALOG: dict[tuple[str, str | None], tuple[float, dict[str, Tool]]] = {}
+
+
+def _connect_mode(settings: McpSettings) -> tuple[str, DiscoverResult | None]:
+    if settings.mode != "auto":
+        return settings.mode, None
+    return _NEGOTIATED.get((settings.url, settings.servers), ("auto", None))
+
+
+def _remember_mode(settings: McpSettings, client: Client) -> None:
+    if settings.mode != "auto" or (settings.url, settings.servers) in _NEGOTIATED:
+        return
+    discovered = client.session.discover_result
+    _NEGOTIATED[(settings.url, settings.servers)] = (
+        (client.protocol_version, discovered) if discovered is not None else ("legacy", None)
+    )
 
 
 def cap_text(text: str, limit: int) -> str:
@@ -121,6 +149,14 @@ def _render_content(result: CallToolResult) -> str:
     if not parts and result.structured_content is not None:
         parts.append(json.dumps(result.structured_content, ensure_ascii=False))
     return "\n".join(parts)
+
+
+@lru_cache(maxsize=1024)
+def _validator(schema_json: str) -> jsonschema.protocols.Validator:
+    # Shared by every episode: the catalog is the same for all of them.
+    schema = json.loads(schema_json)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema)
 
 
 def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
@@ -172,7 +208,11 @@ class McpToolSession:
             # Pushed before the client, so it runs after the client has closed.
             self._stack.push_async_callback(self._delete_session, http)
             transport = streamable_http_client(self.settings.url, http_client=http)
-            self._client = await self._stack.enter_async_context(Client(transport, mode=self.settings.mode))
+            mode, prior = _connect_mode(self.settings)
+            self._client = await self._stack.enter_async_context(
+                Client(transport, mode=mode, prior_discover=prior)
+            )
+            _remember_mode(self.settings, self._client)
             await self._list_tools()
         except BaseException as exc:
             await self._stack.__aexit__(type(exc), exc, exc.__traceback__)
@@ -196,19 +236,26 @@ class McpToolSession:
             raise
 
     async def _list_tools(self) -> None:
+        key = (self.settings.url, self.settings.servers)
+        cached = _CATALOG.get(key)
+        if cached is not None and time.monotonic() - cached[0] < CATALOG_TTL_S:
+            self.tools = cached[1]
+            return
         assert self._client is not None
+        tools: dict[str, Tool] = {}
         cursor = None
         for _ in range(100):
             page = await self._client.list_tools(cursor=cursor)
-            for tool in page.tools:
-                self.tools[tool.name] = tool
+            tools.update((tool.name, tool) for tool in page.tools)
             cursor = page.next_cursor
             if cursor is None:
                 break
-        if not self.tools:
+        if not tools:
             raise EnvironmentUnavailable(
                 f"the MCP endpoint {self.settings.url} lists no tools for servers {self.settings.servers or 'all'}"
             )
+        _CATALOG[key] = (time.monotonic(), tools)
+        self.tools = tools
 
     async def _delete_session(self, http: Any) -> None:
         """Tell the gateway the episode is over, so it drops the workspace now, not at its idle TTL."""
@@ -235,8 +282,7 @@ class McpToolSession:
             return f"Unknown tool {call.name!r}. The available tools are: {names}."
         validator = self._validators.get(call.name)
         if validator is None:
-            cls = jsonschema.validators.validator_for(tool.input_schema, default=jsonschema.Draft202012Validator)
-            validator = self._validators[call.name] = cls(tool.input_schema)
+            validator = self._validators[call.name] = _validator(json.dumps(tool.input_schema, sort_keys=True))
         problems = sorted(validator.iter_errors(call.arguments), key=lambda e: list(e.path))
         if problems:
             details = "; ".join(
