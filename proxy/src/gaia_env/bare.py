@@ -20,6 +20,7 @@ from starlette.types import Scope
 
 from .gateway import Gateway, InvalidArguments, SelectionError, UnknownTool
 from .process import RemoteError
+from .selection import requested_servers, session_key
 
 FAST_METHODS = {"tools/list", "tools/call", "ping"}
 
@@ -30,9 +31,7 @@ class BareRequests:
         self.security = TransportSecurityMiddleware(security)
         self._listings: dict[tuple[str, ...], tuple[list[dict[str, Any]], bytes]] = {}
 
-    async def answer(
-        self, body: bytes, scope: Scope, servers: list[str] | None, session: str | None
-    ) -> Response | None:
+    async def answer(self, body: bytes, scope: Scope) -> Response | None:
         try:
             parsed = json.loads(body)
         except ValueError:
@@ -47,29 +46,25 @@ class BareRequests:
             return None
         request_id, method, params = message["id"], message["method"], message.get("params") or {}
         try:
-            selection = self.gateway.select(servers)
+            selection = self.gateway.select(requested_servers(scope))
             if method == "ping":
                 return _reply(request_id, b"{}")
             if method == "tools/list":
                 return _reply(request_id, self._listing(selection))
-            return await self._call(request_id, params, selection, session)
+            return await self._call(request_id, params, selection, scope)
         except (SelectionError, UnknownTool, InvalidArguments) as exc:
             return _error(request_id, INVALID_PARAMS, str(exc))
         except RemoteError as exc:
             return _error(request_id, exc.code, exc.message)
 
     async def _call(
-        self, request_id: Any, params: dict[str, Any], selection: tuple[str, ...], session: str | None
+        self, request_id: Any, params: dict[str, Any], selection: tuple[str, ...], scope: Scope
     ) -> Response | None:
         name, arguments = params.get("name"), params.get("arguments")
         if not isinstance(name, str) or not isinstance(arguments, dict | None):
             return None  # the SDK words the validation error
         meta = params.get("_meta")
-        if session is None and isinstance(meta, dict):
-            session = next(
-                (str(meta[k]) for k in ("gaia-env/session-id", "session_id", "sessionId") if meta.get(k)),
-                None,
-            )
+        session = session_key(scope, meta if isinstance(meta, dict) else None)
         result = await self.gateway.call_tool(name, arguments, selection, session)
         return _reply(request_id, json.dumps(result, separators=(",", ":")).encode())
 

@@ -19,45 +19,14 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, INVALID_REQUEST
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-from starlette.datastructures import Headers, QueryParams
+from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
 
 from .bare import BareRequests
 from .gateway import Gateway, InvalidArguments, SelectionError, UnknownTool
 from .process import RemoteError
-
-SESSION_HEADER = "mcp-session-id"
-CLIENT_SESSION_HEADER = "x-session-id"
-META_SESSION_KEYS = ("gaia-env/session-id", "session_id", "sessionId")
-
-
-def requested_servers(scope: Scope) -> list[str] | None:
-    """Server selection: /servers/<id>/mcp, then the MCP_SERVERS header, then ?servers=."""
-    path_id = scope.get("path_params", {}).get("server_id")
-    if path_id:
-        return [path_id]
-    headers = Headers(scope=scope)
-    raw = (
-        headers.get("mcp_servers")
-        or headers.get("mcp-servers")
-        or QueryParams(scope["query_string"]).get("servers")
-    )
-    if not raw:
-        return None
-    return [part.strip() for part in raw.split(",") if part.strip()] or None
-
-
-def session_key(scope: Scope, meta: dict[str, Any] | None) -> str | None:
-    """The MCP session id, else X-Session-Id, else a session id in `_meta`; None means ephemeral."""
-    headers = Headers(scope=scope)
-    key = headers.get(SESSION_HEADER) or headers.get(CLIENT_SESSION_HEADER)
-    if key:
-        return key
-    for name in META_SESSION_KEYS:
-        if meta and meta.get(name):
-            return str(meta[name])
-    return None
+from .selection import CLIENT_SESSION_HEADER, SESSION_HEADER, requested_servers, session_key
 
 
 def build_server(gateway: Gateway) -> Server[Any]:
@@ -166,7 +135,7 @@ class MCPEndpoint:
         if _is_initialize(body):
             await self.stateful.handle_request(scope, _replay(body, receive), send)
             return
-        fast = await self.bare.answer(body, scope, requested_servers(scope), session_key(scope, None))
+        fast = await self.bare.answer(body, scope)
         if fast is not None:
             await fast(scope, receive, send)
             return
