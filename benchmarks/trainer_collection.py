@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -132,7 +133,12 @@ async def collect(
     )
     elapsed = time.perf_counter() - started
     summary = summarize([json.loads(line) for line in (out / TRAJECTORIES).read_text().splitlines()])
-    if report.failed or summary["pass_at_1"] != 1.0 or summary["mean_tool_calls"] != 4 or summary["tool_error_rate"]:
+    if (
+        report.failed
+        or summary["pass_at_1"] != 1.0
+        or summary["mean_tool_calls"] != 4
+        or summary["tool_error_rate"]
+    ):
         raise RuntimeError(f"the benchmark episodes did not all succeed: {summary} {report.failed[:1]}")
     return elapsed
 
@@ -152,6 +158,9 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the result here")
     parser.add_argument("--serve-model", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    # The MCP SDK and servers log every request at INFO; only the result belongs on the screen.
+    logging.basicConfig(level=logging.WARNING)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     if args.serve_model:
         serve_model(args.serve_model, args.model_delay)
         return 0
@@ -214,6 +223,8 @@ def main() -> int:
         endpoint = EndpointSettings(base_url=f"http://127.0.0.1:{model_port}/v1", model="scripted", retries=0)
         mcp = McpSettings(url=mcp_url, servers=None if args.fake_mcp else SERVERS)
 
+        # Warm-up, untimed: server processes, connections, protocol negotiation, the tool catalog.
+        anyio.run(collect, rows[:4], work / "warm-up", endpoint, mcp, 4)
         parallel = anyio.run(collect, rows, work / "c64", endpoint, mcp, args.concurrency)
         serial = anyio.run(collect, rows, work / "c1", endpoint, mcp, 1)
     finally:

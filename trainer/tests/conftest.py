@@ -49,7 +49,9 @@ def _build_server(state: FakeMcp) -> MCPServer:
     @server.tool()
     def list_files(path: str) -> str:
         """List the files under a directory."""
-        return "\n".join(sorted(name for name in NOTES if name.startswith(path.rstrip("/") + "/"))) or "(empty)"
+        return (
+            "\n".join(sorted(name for name in NOTES if name.startswith(path.rstrip("/") + "/"))) or "(empty)"
+        )
 
     @server.tool()
     def read_file(path: str) -> str:

@@ -49,14 +49,24 @@ def test_build_writes_verl_columns(tmp_path: Path, parquet: bool) -> None:
     written = ds.build(snapshot, tmp_path / "out", test_size=0.25, seed=7, include_test_split=True)
     train, test = pd.read_parquet(written["train"]), pd.read_parquet(written["test"])
     assert len(train) == 15 and len(test) == 5
-    assert set(train.columns) == {"prompt", "data_source", "ability", "reward_model", "extra_info", "agent_name"}
+    assert set(train.columns) == {
+        "prompt",
+        "data_source",
+        "ability",
+        "reward_model",
+        "extra_info",
+        "agent_name",
+    }
     row = ds.read_rows(written["train"])[0]
     assert row["data_source"] == "gaia" and row["agent_name"] == "gaia_agent"
     assert row["reward_model"]["style"] == "GAIA"
     assert [m["role"] for m in row["prompt"]] == ["system", "user"]
     assert "<answer>" in row["prompt"][0]["content"]
-    with_file = next(r for r in ds.read_rows(written["train"]) + ds.read_rows(written["test"])
-                     if r["extra_info"]["file_name"])
+    with_file = next(
+        r
+        for r in ds.read_rows(written["train"]) + ds.read_rows(written["test"])
+        if r["extra_info"]["file_name"]
+    )
     info = with_file["extra_info"]
     assert info["attachment_path"] == f"/workspace/gaia_dataset/2023/validation/{info['file_name']}"
     assert info["attachment_path"] in with_file["prompt"][1]["content"]
@@ -89,14 +99,28 @@ def test_test_split_answers_never_reach_training(tmp_path: Path) -> None:
 
 def test_cli_dataset(tmp_path: Path, capsys) -> None:
     snapshot = write_snapshot(tmp_path / "snap")
-    code = main(["dataset", "--snapshot", str(snapshot), "--out", str(tmp_path / "out"), "--test-size", "4",
-                 "--mount", "/mnt/gaia"])
+    code = main(
+        [
+            "dataset",
+            "--snapshot",
+            str(snapshot),
+            "--out",
+            str(tmp_path / "out"),
+            "--test-size",
+            "4",
+            "--mount",
+            "/mnt/gaia",
+        ]
+    )
     assert code == 0
     assert "train: " in capsys.readouterr().out
     rows = ds.read_rows(tmp_path / "out" / "test.parquet")
     assert len(rows) == 4
-    assert all(r["extra_info"]["attachment_path"].startswith("/mnt/gaia/2023/validation/")
-               for r in rows if r["extra_info"]["file_name"])
+    assert all(
+        r["extra_info"]["attachment_path"].startswith("/mnt/gaia/2023/validation/")
+        for r in rows
+        if r["extra_info"]["file_name"]
+    )
 
 
 @pytest.mark.parametrize(

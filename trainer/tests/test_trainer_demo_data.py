@@ -54,7 +54,9 @@ def test_demo_snapshot_has_real_attachments_and_right_answers(tmp_path: Path) ->
     wav = attachment("wav-delivery").read_bytes()
     assert wav[:4] == b"RIFF" and wav[8:12] == b"WAVE" and len(wav) > 20_000
 
-    test_rows = [json.loads(x) for x in (tmp_path / "2023" / "test" / "metadata.jsonl").read_text().splitlines()]
+    test_rows = [
+        json.loads(x) for x in (tmp_path / "2023" / "test" / "metadata.jsonl").read_text().splitlines()
+    ]
     assert {r["Final answer"] for r in test_rows} == {"?"}
 
     # it is a valid snapshot for the dataset command

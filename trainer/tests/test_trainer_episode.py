@@ -12,7 +12,10 @@ from gaia_train.mcp_session import EnvironmentUnavailable, McpSettings, McpToolS
 
 pytestmark = pytest.mark.anyio
 
-PROMPT = [{"role": "system", "content": "Use tools."}, {"role": "user", "content": "What is the meeting code?"}]
+PROMPT = [
+    {"role": "system", "content": "Use tools."},
+    {"role": "user", "content": "What is the meeting code?"},
+]
 
 
 def call(name: str, **arguments: Any) -> str:
@@ -83,14 +86,16 @@ async def test_each_episode_has_its_own_session_and_closes_it(fake_mcp) -> None:
 
 
 async def test_malformed_calls_get_error_turns_and_the_episode_goes_on(fake_mcp) -> None:
-    policy = Scripted([
-        '<tool_call>{"name": "add", "arguments": {"a": 1,</tool_call>'   # bad JSON
-        + call("no_such_tool", x=1)                                      # unknown tool
-        + call("add", a="one", b=2)                                       # wrong type
-        + call("add", a=1),                                               # missing argument
-        call("add", a=2, b=3),
-        "<answer>5</answer>",
-    ])
+    policy = Scripted(
+        [
+            '<tool_call>{"name": "add", "arguments": {"a": 1,</tool_call>'  # bad JSON
+            + call("no_such_tool", x=1)  # unknown tool
+            + call("add", a="one", b=2)  # wrong type
+            + call("add", a=1),  # missing argument
+            call("add", a=2, b=3),
+            "<answer>5</answer>",
+        ]
+    )
     result = await run_episode(PROMPT, policy, connect(fake_mcp.url), EpisodeLimits())
     errors = [m["content"] for m in policy.observed[0]]
     assert len(errors) == 4 and all(e.startswith("Error: ") for e in errors)
@@ -142,7 +147,9 @@ async def test_limits_end_the_episode(fake_mcp) -> None:
     assert result.stop is Stop.MAX_TURNS and result.metrics.turns == 3
 
     no_call = Scripted(["I am not sure."])
-    assert (await run_episode(PROMPT, no_call, connect(fake_mcp.url), EpisodeLimits())).stop is Stop.NO_TOOL_CALL
+    assert (
+        await run_episode(PROMPT, no_call, connect(fake_mcp.url), EpisodeLimits())
+    ).stop is Stop.NO_TOOL_CALL
 
     budget = Scripted([call("add", a=1, b=1)] * 5, budget_turns=2)
     result = await run_episode(PROMPT, budget, connect(fake_mcp.url), EpisodeLimits())
@@ -157,7 +164,9 @@ async def test_episode_deadline_still_closes_the_session(fake_mcp) -> None:
 
 
 async def test_model_error_ends_the_episode_and_other_errors_propagate(fake_mcp) -> None:
-    result = await run_episode(PROMPT, Scripted([ModelError("endpoint down")]), connect(fake_mcp.url), EpisodeLimits())
+    result = await run_episode(
+        PROMPT, Scripted([ModelError("endpoint down")]), connect(fake_mcp.url), EpisodeLimits()
+    )
     assert result.stop is Stop.MODEL_ERROR and result.error == "endpoint down"
 
     with pytest.raises(RuntimeError, match="bug"):

@@ -49,11 +49,15 @@ class Agent:
             assert {t["function"]["name"] for t in body["tools"]} >= {"read_file"}
             # The attachment here is the loopback server's /data/notes.txt.
             if "text mode" in question:
-                return {"content": '<tool_call>{"name": "read_file", "arguments": {"path": "/data/notes.txt"}}</tool_call>'}
+                return {
+                    "content": '<tool_call>{"name": "read_file", "arguments": {"path": "/data/notes.txt"}}</tool_call>'
+                }
             return {"content": "", "tool_calls": [tool_call("read_file", {"path": "/data/notes.txt"})]}
         digits = re.findall(r"\d+", messages[-1]["content"])
-        return {"content": f"The note says {digits[0]}. <answer>{digits[0]}</answer>",
-                "reasoning_content": "read it, answer it"}
+        return {
+            "content": f"The note says {digits[0]}. <answer>{digits[0]}</answer>",
+            "reasoning_content": "read it, answer it",
+        }
 
 
 @pytest.fixture
@@ -69,8 +73,21 @@ def write_rows(path: Path, tasks: list[ds.GaiaTask]) -> Path:
 
 
 def eval_args(data: Path, out: Path, base_url: str, mcp_url: str, *extra: str) -> list[str]:
-    return ["eval", "--data", str(data), "--out", str(out), "--base-url", base_url, "--model", "scripted",
-            "--mcp-url", mcp_url, "--no-progress", *extra]
+    return [
+        "eval",
+        "--data",
+        str(data),
+        "--out",
+        str(out),
+        "--base-url",
+        base_url,
+        "--model",
+        "scripted",
+        "--mcp-url",
+        mcp_url,
+        "--no-progress",
+        *extra,
+    ]
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -142,7 +159,9 @@ def test_eval_on_hidden_answers_writes_a_submission(tmp_path, fake_mcp, agent_en
     assert main(eval_args(data, tmp_path / "eval", base_url, fake_mcp.url)) == 0
     submission = read_jsonl(tmp_path / "eval" / "submission.jsonl")
     assert sorted(submission, key=lambda r: r["task_id"]) == [
-        {"task_id": "h1", "model_answer": "7731"}, {"task_id": "h2", "model_answer": "7731"}]
+        {"task_id": "h1", "model_answer": "7731"},
+        {"task_id": "h2", "model_answer": "7731"},
+    ]
     assert all(r["reward"] is None for r in read_jsonl(tmp_path / "eval" / "trajectories.jsonl"))
 
 
@@ -151,8 +170,22 @@ def test_eval_on_the_demo_snapshot_and_unreachable_gateway(tmp_path, agent_endpo
     from gaia_train.demo_data import write_demo_snapshot
 
     write_demo_snapshot(tmp_path / "demo", skip_audio=True)
-    args = ["eval", "--snapshot", str(tmp_path / "demo"), "--out", str(tmp_path / "eval"), "--base-url", base_url,
-            "--model", "scripted", "--mcp-url", "http://127.0.0.1:9/mcp", "--no-progress", "--limit", "2"]
+    args = [
+        "eval",
+        "--snapshot",
+        str(tmp_path / "demo"),
+        "--out",
+        str(tmp_path / "eval"),
+        "--base-url",
+        base_url,
+        "--model",
+        "scripted",
+        "--mcp-url",
+        "http://127.0.0.1:9/mcp",
+        "--no-progress",
+        "--limit",
+        "2",
+    ]
     assert main(args) == 2
     err = capsys.readouterr().err
     assert "2 episode(s) could not run" in err and "Is the gateway running" in err
@@ -161,11 +194,44 @@ def test_eval_on_the_demo_snapshot_and_unreachable_gateway(tmp_path, agent_endpo
 
 def test_eval_rejects_bad_options(tmp_path, capsys) -> None:
     data = write_rows(tmp_path / "rows.parquet", [task("a", 1, "1")])
-    assert main(["eval", "--data", str(data), "--out", str(tmp_path / "o"), "--model", "m", "--base-url", ""]) == 1
+    assert (
+        main(["eval", "--data", str(data), "--out", str(tmp_path / "o"), "--model", "m", "--base-url", ""])
+        == 1
+    )
     assert "--base-url" in capsys.readouterr().err
-    assert main(["eval", "--data", str(data), "--out", str(tmp_path / "o"), "--model", "m",
-                 "--base-url", "http://127.0.0.1:9/v1", "--concurrency", "0"]) == 1
+    assert (
+        main(
+            [
+                "eval",
+                "--data",
+                str(data),
+                "--out",
+                str(tmp_path / "o"),
+                "--model",
+                "m",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+                "--concurrency",
+                "0",
+            ]
+        )
+        == 1
+    )
     assert "--concurrency must be at least 1" in capsys.readouterr().err
-    assert main(["eval", "--data", str(tmp_path / "none.parquet"), "--out", str(tmp_path / "o"), "--model", "m",
-                 "--base-url", "http://127.0.0.1:9/v1"]) == 1
+    assert (
+        main(
+            [
+                "eval",
+                "--data",
+                str(tmp_path / "none.parquet"),
+                "--out",
+                str(tmp_path / "o"),
+                "--model",
+                "m",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+            ]
+        )
+        == 1
+    )
     assert "does not exist" in capsys.readouterr().err

@@ -97,7 +97,9 @@ def test_dense_reward_keeps_the_answer_dominant() -> None:
     assert dense_reward_func("gaia", right, "42") == pytest.approx(1.05)
     # five calls, capped at 0.1, plus the think bonus: still far below a right answer
     assert dense_reward_func("gaia", wrong_busy, "42") == pytest.approx(0.15)
-    assert dense_reward_func("gaia", wrong_busy, "42") < dense_reward_func("gaia", "<answer>42</answer>", "42")
+    assert dense_reward_func("gaia", wrong_busy, "42") < dense_reward_func(
+        "gaia", "<answer>42</answer>", "42"
+    )
 
 
 def test_dense_reward_penalises_calls_past_the_budget() -> None:
@@ -105,4 +107,6 @@ def test_dense_reward_penalises_calls_past_the_budget() -> None:
     score = dense_reward_func("gaia", "<answer>42</answer>", "42", info, tool_call_budget=20)
     assert score == pytest.approx(1.0 + 0.1 - 0.01 * 10)
     # the count the agent loop reports wins over counting tags
-    assert dense_reward_func("gaia", "<answer>1</answer>", "42", {"gaia_tool_calls": 1}) == pytest.approx(0.02)
+    assert dense_reward_func("gaia", "<answer>1</answer>", "42", {"gaia_tool_calls": 1}) == pytest.approx(
+        0.02
+    )

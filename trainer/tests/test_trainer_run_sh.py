@@ -31,8 +31,9 @@ def data_dir(tmp_path_factory) -> Path:
 
 def dry_run(script: str, data_dir: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     environment = {**os.environ, "PYTHON": sys.executable, "DATA_DIR": str(data_dir), "DRY_RUN": "1", **env}
-    return subprocess.run(["bash", str(SCRIPTS / script), *args], env=environment, capture_output=True, text=True,
-                          timeout=240)
+    return subprocess.run(
+        ["bash", str(SCRIPTS / script), *args], env=environment, capture_output=True, text=True, timeout=240
+    )
 
 
 def test_run_sh_composes_the_recipe(data_dir: Path) -> None:
@@ -58,13 +59,24 @@ def test_run_sh_composes_the_recipe(data_dir: Path) -> None:
     assert trainer["total_training_steps"] == 300 and trainer["save_freq"] == 5 and trainer["test_freq"] == 5
     assert trainer["logger"] == ["console", "wandb"]
     env_vars = config["ray_kwargs"]["ray_init"]["runtime_env"]["env_vars"]
-    assert env_vars["MCP_SERVERS"] == "googlesearch-server,readweb-server,documents-csv-server,documents-pdf-server"
+    assert (
+        env_vars["MCP_SERVERS"]
+        == "googlesearch-server,readweb-server,documents-csv-server,documents-pdf-server"
+    )
     assert config["data"]["train_files"] == str(data_dir / "train.parquet")
 
 
 def test_every_value_is_overridable_by_environment(data_dir: Path) -> None:
-    result = dry_run("run.sh", data_dir, "--print", TOTAL_TRAINING_STEPS="7", ROLLOUT_N="4", CLIP_RATIO_HIGH="0.3",
-                     MCP_SERVERS="filesystem-server", REWARD_FUNCTION="dense_reward_func")
+    result = dry_run(
+        "run.sh",
+        data_dir,
+        "--print",
+        TOTAL_TRAINING_STEPS="7",
+        ROLLOUT_N="4",
+        CLIP_RATIO_HIGH="0.3",
+        MCP_SERVERS="filesystem-server",
+        REWARD_FUNCTION="dense_reward_func",
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "7 steps, batch 32 x n=4" in result.stdout and "reward dense_reward_func" in result.stdout
     assert "clip_ratio_high: 0.3" in result.stdout and "MCP_SERVERS: filesystem-server" in result.stdout
@@ -72,7 +84,10 @@ def test_every_value_is_overridable_by_environment(data_dir: Path) -> None:
 
 def test_dry_run_fails_on_unknown_keys_and_known_traps(data_dir: Path) -> None:
     typo = dry_run("run.sh", data_dir, "actor_rollout_ref.rollout.multi_turn.max_turns=3")
-    assert typo.returncode == 1 and "Could not override 'actor_rollout_ref.rollout.multi_turn.max_turns'" in typo.stderr
+    assert (
+        typo.returncode == 1
+        and "Could not override 'actor_rollout_ref.rollout.multi_turn.max_turns'" in typo.stderr
+    )
     steps = dry_run("run.sh", data_dir, "+trainer.num_steps=300")
     assert steps.returncode == 1 and "trainer.total_training_steps" in steps.stderr
     old_reward = dry_run("run.sh", data_dir, "custom_reward_function.name=gaia_reward_func")
@@ -97,8 +112,15 @@ def test_checks_verl_does_not_do_itself(tmp_path: Path) -> None:
 
     agent_yaml = tmp_path / "agent.yaml"
     agent_yaml.write_text("- name: other\n  _target_: gaia_train.verl_agent.NoSuchLoop\n")
-    agents = OmegaConf.create({"actor_rollout_ref": {"rollout": {"agent": {
-        "agent_loop_config_path": str(agent_yaml), "default_agent_loop": "other"}}}})
+    agents = OmegaConf.create(
+        {
+            "actor_rollout_ref": {
+                "rollout": {
+                    "agent": {"agent_loop_config_path": str(agent_yaml), "default_agent_loop": "other"}
+                }
+            }
+        }
+    )
     with pytest.raises(ConfigError, match="has no NoSuchLoop"):
         _check_agent_loops(agents)
     agent_yaml.write_text("- name: gaia_agent\n  _target_: gaia_train.verl_agent.GaiaAgentLoop\n")

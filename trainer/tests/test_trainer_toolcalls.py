@@ -43,7 +43,9 @@ def test_missing_name_and_non_object_are_errors() -> None:
 
 
 def test_arguments_as_a_json_string_are_accepted() -> None:
-    [call] = parse_tool_calls('<tool_call>{"name": "add", "arguments": "{\\"a\\": 2, \\"b\\": 3}"}</tool_call>', "c")
+    [call] = parse_tool_calls(
+        '<tool_call>{"name": "add", "arguments": "{\\"a\\": 2, \\"b\\": 3}"}</tool_call>', "c"
+    )
     assert call.error is None and call.arguments == {"a": 2, "b": 3}
 
 

@@ -80,7 +80,10 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
     tokenizer.add_special_tokens(SPECIAL)
     tokenizer.add_tokens(ADDED)
     return PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>", chat_template=CHAT_TEMPLATE
+        tokenizer_object=tokenizer,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        chat_template=CHAT_TEMPLATE,
     )
 
 
@@ -103,9 +106,12 @@ class ScriptedServer:
         self.calls: list[dict[str, Any]] = []
         self.sampled: list[list[int]] = []
 
-    async def generate(self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any],
-                       **kwargs: Any) -> TokenOutput:
-        self.calls.append({"request_id": request_id, "prompt_ids": list(prompt_ids), "params": dict(sampling_params)})
+    async def generate(
+        self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any], **kwargs: Any
+    ) -> TokenOutput:
+        self.calls.append(
+            {"request_id": request_id, "prompt_ids": list(prompt_ids), "params": dict(sampling_params)}
+        )
         text = self.turns.pop(0)
         ids = self.tokenizer.encode(text, add_special_tokens=False) + [self.tokenizer.eos_token_id]
         ids = ids[: sampling_params["max_tokens"]]  # vLLM stops at max_tokens, end-of-turn or not
@@ -118,17 +124,32 @@ class ScriptedServer:
         )
 
 
-def make_loop(tokenizer, server, mcp_url: str, *, prompt_length: int = 4096, response_length: int = 2048,
-              max_turns: int = 8, max_tool_response_length: int = 4000):
-    config = OmegaConf.create({
-        "actor_rollout_ref": {"rollout": {
-            "prompt_length": prompt_length,
-            "response_length": response_length,
-            "multi_turn": {"max_assistant_turns": max_turns, "max_parallel_calls": 4,
-                           "max_tool_response_length": max_tool_response_length},
-        }},
-        "data": {"apply_chat_template_kwargs": {}},
-    })
+def make_loop(
+    tokenizer,
+    server,
+    mcp_url: str,
+    *,
+    prompt_length: int = 4096,
+    response_length: int = 2048,
+    max_turns: int = 8,
+    max_tool_response_length: int = 4000,
+):
+    config = OmegaConf.create(
+        {
+            "actor_rollout_ref": {
+                "rollout": {
+                    "prompt_length": prompt_length,
+                    "response_length": response_length,
+                    "multi_turn": {
+                        "max_assistant_turns": max_turns,
+                        "max_parallel_calls": 4,
+                        "max_tool_response_length": max_tool_response_length,
+                    },
+                }
+            },
+            "data": {"apply_chat_template_kwargs": {}},
+        }
+    )
     entries = OmegaConf.load(Path(gaia_train.__file__).parent / "config" / "agent.yaml")
     [entry] = [e for e in entries if e.name == "gaia_agent"]
     entry = OmegaConf.merge(entry, {"mcp_server_url": mcp_url})
@@ -200,9 +221,12 @@ async def test_tokens_are_the_sampled_ones_and_tool_output_is_masked(tokenizer, 
 
     # Log-probs line up with the response: the sampled ones where sampled, 0.0 elsewhere.
     assert len(output.response_logprobs) == len(output.response_ids) == len(output.response_mask)
-    assert output.response_logprobs[:len(server.sampled[0])] == pytest.approx(
-        [-0.5 - 0.001 * i for i in range(len(server.sampled[0]))])
-    assert all(lp == 0.0 for lp, m in zip(output.response_logprobs, output.response_mask) if m == 0)
+    assert output.response_logprobs[: len(server.sampled[0])] == pytest.approx(
+        [-0.5 - 0.001 * i for i in range(len(server.sampled[0]))]
+    )
+    assert all(
+        lp == 0.0 for lp, m in zip(output.response_logprobs, output.response_mask, strict=True) if m == 0
+    )
 
     assert output.num_turns == 4  # user, assistant, tool, assistant
     assert output.extra_fields["gaia_tool_calls"] == 1 and output.extra_fields["gaia_stop"] == "answer"
@@ -211,15 +235,19 @@ async def test_tokens_are_the_sampled_ones_and_tool_output_is_masked(tokenizer, 
 
 
 async def test_malformed_call_gets_an_error_turn(tokenizer, fake_mcp) -> None:
-    turns = ['<tool_call>\n{"name": "read_file", "arguments": {"path": </tool_call>\n' + call("add", a=2, b=3),
-             "<answer>?</answer>"]
+    turns = [
+        '<tool_call>\n{"name": "read_file", "arguments": {"path": </tool_call>\n' + call("add", a=2, b=3),
+        "<answer>?</answer>",
+    ]
     server = ScriptedServer(tokenizer, turns)
     output = await make_loop(tokenizer, server, fake_mcp.url).run({}, raw_prompt=PROMPT)
     [(_, start, end)] = [r for r in runs(output.response_mask) if r[0] == 0]
     between = tokenizer.decode(output.response_ids[start:end])
     # both calls of the turn are answered, in order, in one tool turn
     assert between.startswith("\n<|im_start|>user\n<tool_response>\nError: The tool call is not valid JSON")
-    assert between.endswith("</tool_response>\n<tool_response>\n5\n</tool_response><|im_end|>\n<|im_start|>assistant\n")
+    assert between.endswith(
+        "</tool_response>\n<tool_response>\n5\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+    )
     assert output.extra_fields["gaia_tool_errors"] == 1 and output.extra_fields["gaia_tool_calls"] == 2
     assert output.extra_fields["gaia_stop"] == "answer"
 

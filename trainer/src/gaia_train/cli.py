@@ -25,43 +25,79 @@ def _size(text: str) -> float:
 
 def _add_dataset(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("dataset", help="turn a GAIA snapshot into VeRL train.parquet and test.parquet")
-    p.add_argument("--snapshot", type=Path, required=True,
-                   help="snapshot root: the folder holding 2023/validation and 2023/test")
+    p.add_argument(
+        "--snapshot",
+        type=Path,
+        required=True,
+        help="snapshot root: the folder holding 2023/validation and 2023/test",
+    )
     p.add_argument("--out", type=Path, required=True, help="folder for train.parquet and test.parquet")
-    p.add_argument("--test-size", type=_size, default=0.2,
-                   help="held-out validation tasks: a fraction below 1 or a count (default 0.2)")
-    p.add_argument("--train-size", type=_size, default=None,
-                   help="cap on training tasks: a fraction below 1 or a count (default: all the rest)")
+    p.add_argument(
+        "--test-size",
+        type=_size,
+        default=0.2,
+        help="held-out validation tasks: a fraction below 1 or a count (default 0.2)",
+    )
+    p.add_argument(
+        "--train-size",
+        type=_size,
+        default=None,
+        help="cap on training tasks: a fraction below 1 or a count (default: all the rest)",
+    )
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--mount", default=ds.DEFAULT_MOUNT,
-                   help=f"where the environment serves the snapshot root (default {ds.DEFAULT_MOUNT})")
-    p.add_argument("--include-test-split", action="store_true",
-                   help="also write gaia_test_inference.parquet from 2023/test (answers hidden; inference only)")
-    p.add_argument("--no-check-attachments", action="store_true",
-                   help="do not require every attachment to be present in the snapshot")
+    p.add_argument(
+        "--mount",
+        default=ds.DEFAULT_MOUNT,
+        help=f"where the environment serves the snapshot root (default {ds.DEFAULT_MOUNT})",
+    )
+    p.add_argument(
+        "--include-test-split",
+        action="store_true",
+        help="also write gaia_test_inference.parquet from 2023/test (answers hidden; inference only)",
+    )
+    p.add_argument(
+        "--no-check-attachments",
+        action="store_true",
+        help="do not require every attachment to be present in the snapshot",
+    )
 
 
 def _add_demo(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo-data", help="write a small GAIA-format snapshot whose answers need the tools")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--format", choices=("jsonl", "parquet"), default="jsonl", help="metadata file format")
-    p.add_argument("--skip-audio", action="store_true", help="leave out the spoken-clip task (needs espeak-ng)")
+    p.add_argument(
+        "--skip-audio", action="store_true", help="leave out the spoken-clip task (needs espeak-ng)"
+    )
 
 
 def _add_eval(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="run the episode loop against an OpenAI-compatible endpoint")
     data = p.add_mutually_exclusive_group(required=True)
     data.add_argument("--data", type=Path, help="a parquet written by gaia-train dataset")
-    data.add_argument("--snapshot", type=Path, help="a GAIA snapshot root (e.g. from demo-data); every task of --split")
+    data.add_argument(
+        "--snapshot", type=Path, help="a GAIA snapshot root (e.g. from demo-data); every task of --split"
+    )
     p.add_argument("--split", default="validation", help="split of --snapshot (default validation)")
-    p.add_argument("--mount", default=ds.DEFAULT_MOUNT, help="dataset mount inside the environment, for --snapshot")
-    p.add_argument("--out", type=Path, required=True, help="folder for trajectories.jsonl, summary.json, summary.png")
-    p.add_argument("--base-url", default=os.environ.get("OPENAI_BASE_URL"),
-                   help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (OPENAI_BASE_URL)")
+    p.add_argument(
+        "--mount", default=ds.DEFAULT_MOUNT, help="dataset mount inside the environment, for --snapshot"
+    )
+    p.add_argument(
+        "--out", type=Path, required=True, help="folder for trajectories.jsonl, summary.json, summary.png"
+    )
+    p.add_argument(
+        "--base-url",
+        default=os.environ.get("OPENAI_BASE_URL"),
+        help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (OPENAI_BASE_URL)",
+    )
     p.add_argument("--model", default=os.environ.get("OPENAI_MODEL"), help="model name (OPENAI_MODEL)")
     p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="variable holding the API key")
-    p.add_argument("--mcp-url", default=None, help="MCP endpoint (default MCP_SERVER_URL or http://127.0.0.1:8080/mcp)")
-    p.add_argument("--servers", default=None, help="comma-separated server ids (default MCP_SERVERS, else all)")
+    p.add_argument(
+        "--mcp-url", default=None, help="MCP endpoint (default MCP_SERVER_URL or http://127.0.0.1:8080/mcp)"
+    )
+    p.add_argument(
+        "--servers", default=None, help="comma-separated server ids (default MCP_SERVERS, else all)"
+    )
     p.add_argument("--concurrency", type=int, default=32)
     p.add_argument("--limit", type=int, default=None, help="only the first N tasks")
     p.add_argument("--max-turns", type=int, default=32)
@@ -71,7 +107,9 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--temperature", type=float, default=None, help="default: the endpoint's")
     p.add_argument("--tool-timeout", type=float, default=120.0, help="seconds per tool call")
     p.add_argument("--episode-timeout", type=float, default=1800.0, help="seconds per episode")
-    p.add_argument("--max-tool-output", type=int, default=8192, help="characters of tool output shown to the model")
+    p.add_argument(
+        "--max-tool-output", type=int, default=8192, help="characters of tool output shown to the model"
+    )
     p.add_argument("--request-timeout", type=float, default=600.0, help="seconds per model request")
     p.add_argument("--retries", type=int, default=4, help="retries of a transient model error")
     p.add_argument("--no-progress", action="store_true")
@@ -79,8 +117,13 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
 
 def _cmd_dataset(args: argparse.Namespace) -> int:
     written = ds.build(
-        args.snapshot, args.out, test_size=args.test_size, train_size=args.train_size, seed=args.seed,
-        mount=args.mount, include_test_split=args.include_test_split,
+        args.snapshot,
+        args.out,
+        test_size=args.test_size,
+        train_size=args.train_size,
+        seed=args.seed,
+        mount=args.mount,
+        include_test_split=args.include_test_split,
         check_attachments=not args.no_check_attachments,
     )
     for name, path in written.items():
@@ -119,26 +162,40 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     if not args.base_url:
         raise ValueError("--base-url (or OPENAI_BASE_URL) is required, e.g. http://127.0.0.1:8000/v1")
     endpoint = EndpointSettings(
-        base_url=args.base_url, model=args.model or "", api_key=os.environ.get(args.api_key_env),
-        temperature=args.temperature, max_tokens=args.max_tokens, max_response_tokens=args.max_response_tokens,
-        request_timeout_s=args.request_timeout, retries=args.retries,
+        base_url=args.base_url,
+        model=args.model or "",
+        api_key=os.environ.get(args.api_key_env),
+        temperature=args.temperature,
+        max_tokens=args.max_tokens,
+        max_response_tokens=args.max_response_tokens,
+        request_timeout_s=args.request_timeout,
+        retries=args.retries,
     )
     mcp = McpSettings.from_env(
-        url=args.mcp_url, servers=args.servers, call_timeout_s=args.tool_timeout, max_output_chars=args.max_tool_output
+        url=args.mcp_url,
+        servers=args.servers,
+        call_timeout_s=args.tool_timeout,
+        max_output_chars=args.max_tool_output,
     )
     limits = EpisodeLimits(
-        max_turns=args.max_turns, max_parallel_calls=args.max_parallel_calls, episode_timeout_s=args.episode_timeout
+        max_turns=args.max_turns,
+        max_parallel_calls=args.max_parallel_calls,
+        episode_timeout_s=args.episode_timeout,
     )
     rows = _eval_rows(args)
     report = anyio.run(
-        lambda: run_eval(rows, args.out, endpoint, mcp, limits, concurrency=args.concurrency,
-                         progress=not args.no_progress)
+        lambda: run_eval(
+            rows, args.out, endpoint, mcp, limits, concurrency=args.concurrency, progress=not args.no_progress
+        )
     )
     print(format_table(report.summary))
     print(f"ran {report.ran}, resumed past {report.skipped}; results in {args.out}")
     if report.failed:
-        print(f"{len(report.failed)} episode(s) could not run (see {args.out / 'errors.jsonl'}); "
-              f"first: {report.failed[0]['error']}. Run the same command again to retry them.", file=sys.stderr)
+        print(
+            f"{len(report.failed)} episode(s) could not run (see {args.out / 'errors.jsonl'}); "
+            f"first: {report.failed[0]['error']}. Run the same command again to retry them.",
+            file=sys.stderr,
+        )
         return 2
     return 0
 
@@ -154,7 +211,9 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("--print", action="store_true", help="print the composed config")
     check.add_argument("overrides", nargs="*", help="Hydra overrides, as for verl.trainer.main_ppo")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
     if not args.verbose:
         # The MCP SDK logs every HTTP request at INFO.
         logging.getLogger("httpx").setLevel(logging.WARNING)

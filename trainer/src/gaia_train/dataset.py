@@ -110,15 +110,17 @@ def load_split(root: Path, split: str, *, check_attachments: bool = True) -> lis
             relpath = file_path if file_path else f"{YEAR}/{split}/{file_name}"
             if check_attachments and not (root / relpath).is_file():
                 missing.append(relpath)
-        tasks.append(GaiaTask(
-            task_id=_text(row["task_id"]),
-            question=_text(row["Question"]),
-            level=_parse_level(row["Level"], where),
-            answer=_text(row["Final answer"]),
-            file_name=file_name,
-            attachment_relpath=relpath,
-            split=split,
-        ))
+        tasks.append(
+            GaiaTask(
+                task_id=_text(row["task_id"]),
+                question=_text(row["Question"]),
+                level=_parse_level(row["Level"], where),
+                answer=_text(row["Final answer"]),
+                file_name=file_name,
+                attachment_relpath=relpath,
+                split=split,
+            )
+        )
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         raise DatasetError(
@@ -191,14 +193,18 @@ def stratified_split(
     # Largest remainder, so the per-level counts add up to exactly n_test.
     quotas = {lvl: n_test * len(group) / total for lvl, group in by_level.items()} if total else {}
     counts = {lvl: math.floor(q) for lvl, q in quotas.items()}
-    for lvl in sorted(quotas, key=lambda x: (quotas[x] - counts[x], -x), reverse=True)[: n_test - sum(counts.values())]:
+    for lvl in sorted(quotas, key=lambda x: (quotas[x] - counts[x], -x), reverse=True)[
+        : n_test - sum(counts.values())
+    ]:
         counts[lvl] += 1
     test = [t for lvl in sorted(by_level) for t in by_level[lvl][: counts[lvl]]]
-    train = [t for lvl in sorted(by_level) for t in by_level[lvl][counts[lvl]:]]
+    train = [t for lvl in sorted(by_level) for t in by_level[lvl][counts[lvl] :]]
     if train_size is not None:
         n_train = _resolve_size(train_size, len(train), "--train-size")
         if n_train > len(train):
-            raise DatasetError(f"--train-size asks for {n_train} tasks but only {len(train)} remain after the held-out set")
+            raise DatasetError(
+                f"--train-size asks for {n_train} tasks but only {len(train)} remain after the held-out set"
+            )
         rng.shuffle(train)
         train = sorted(train[:n_train], key=lambda t: (t.level, t.task_id))
     return train, test
@@ -232,7 +238,8 @@ def build(
     if include_test_split:
         # Inference only: the rows keep the hidden "?" so the reward refuses to score them.
         written["inference"] = _write(
-            out_dir / "gaia_test_inference.parquet", load_split(snapshot, "test", check_attachments=check_attachments),
+            out_dir / "gaia_test_inference.parquet",
+            load_split(snapshot, "test", check_attachments=check_attachments),
             mount,
         )
     return written
@@ -252,7 +259,9 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     frame = pd.read_parquet(path)
     needed = {"prompt", "reward_model", "extra_info"}
     if not needed <= set(frame.columns):
-        raise DatasetError(f"{path} lacks the columns {sorted(needed - set(frame.columns))}; is it a VeRL parquet?")
+        raise DatasetError(
+            f"{path} lacks the columns {sorted(needed - set(frame.columns))}; is it a VeRL parquet?"
+        )
     rows = []
     for record in frame.to_dict(orient="records"):
         record["prompt"] = [dict(m) for m in record["prompt"]]

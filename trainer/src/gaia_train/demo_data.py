@@ -25,13 +25,25 @@ ESPEAK = "espeak-ng"
 _NAMESPACE = uuid.UUID("6f1c1f64-3a5e-4d0b-9a55-6a2f0d1c7e10")
 
 SALES = [
-    ("North", "kettle", 40, 25), ("North", "toaster", 12, 60), ("South", "kettle", 75, 25),
-    ("South", "blender", 8, 90), ("East", "toaster", 66, 60), ("East", "kettle", 51, 25),
-    ("West", "blender", 30, 90), ("West", "kettle", 9, 25), ("North", "blender", 15, 90),
+    ("North", "kettle", 40, 25),
+    ("North", "toaster", 12, 60),
+    ("South", "kettle", 75, 25),
+    ("South", "blender", 8, 90),
+    ("East", "toaster", 66, 60),
+    ("East", "kettle", 51, 25),
+    ("West", "blender", 30, 90),
+    ("West", "kettle", 9, 25),
+    ("North", "blender", 15, 90),
 ]
 STOCK = [
-    ("bolt", 120, "A"), ("nut", 4, "B"), ("washer", 7, "B"), ("screw", 55, "B"),
-    ("hinge", 3, "A"), ("bracket", 9, "B"), ("rivet", 10, "B"), ("clamp", 2, "C"),
+    ("bolt", 120, "A"),
+    ("nut", 4, "B"),
+    ("washer", 7, "B"),
+    ("screw", 55, "B"),
+    ("hinge", 3, "A"),
+    ("bracket", 9, "B"),
+    ("rivet", 10, "B"),
+    ("clamp", 2, "C"),
 ]
 SPOKEN = "The delivery will arrive on Thursday at nine in the morning."
 
@@ -125,7 +137,9 @@ def _write_spoken_wav(path: Path) -> None:
             f"the spoken clip needs {ESPEAK}, which is not installed: apt-get install {ESPEAK} "
             "(or pass --skip-audio to leave the audio task out)"
         )
-    subprocess.run([ESPEAK, "-v", "en-us", "-s", "150", "-w", str(path), SPOKEN], check=True, capture_output=True)
+    subprocess.run(
+        [ESPEAK, "-v", "en-us", "-s", "150", "-w", str(path), SPOKEN], check=True, capture_output=True
+    )
 
 
 def _revenue(region: str) -> int:
@@ -141,68 +155,96 @@ def _regions_over(threshold: int) -> str:
 
 DEMO_TASKS = [
     DemoTask(
-        "csv-revenue", 1,
+        "csv-revenue",
+        1,
         "The attached CSV file lists sales by region. What was the total revenue (units times unit price) "
         "of the North region, in dollars?",
-        str(_revenue("North")), "csv", _write_sales_csv,
+        str(_revenue("North")),
+        "csv",
+        _write_sales_csv,
     ),
     DemoTask(
-        "csv-regions", 2,
+        "csv-regions",
+        2,
         "Using the attached sales CSV, which regions sold more than 60 units in total across all products? "
         "Give them in alphabetical order.",
-        _regions_over(60), "csv", _write_sales_csv,
+        _regions_over(60),
+        "csv",
+        _write_sales_csv,
     ),
     DemoTask(
-        "xlsx-low-stock", 2,
+        "xlsx-low-stock",
+        2,
         "In the attached spreadsheet, how many items stored in warehouse B have a quantity below 10?",
-        str(sum(1 for _, qty, wh in STOCK if wh == "B" and qty < 10)), "xlsx", _write_stock_xlsx,
+        str(sum(1 for _, qty, wh in STOCK if wh == "B" and qty < 10)),
+        "xlsx",
+        _write_stock_xlsx,
     ),
     DemoTask(
-        "docx-codename", 1,
+        "docx-codename",
+        1,
         "What is the codename of the data migration project, according to the attached memo?",
-        "Blue Heron", "docx", _write_memo_docx,
+        "Blue Heron",
+        "docx",
+        _write_memo_docx,
     ),
     DemoTask(
-        "pdf-boiling", 2,
+        "pdf-boiling",
+        2,
         "At what temperature, in degrees Celsius, did sample C boil according to the attached lab report?",
-        "87.5", "pdf", _write_report_pdf,
+        "87.5",
+        "pdf",
+        _write_report_pdf,
     ),
     DemoTask(
-        "png-gate-code", 1,
+        "png-gate-code",
+        1,
         "What gate code is written in the attached image?",
-        "4729", "png", _write_note_png,
+        "4729",
+        "png",
+        _write_note_png,
     ),
     DemoTask(
-        "wav-delivery", 3,
+        "wav-delivery",
+        3,
         "On which day of the week will the delivery arrive, according to the attached recording?",
-        "Thursday", "wav", _write_spoken_wav,
+        "Thursday",
+        "wav",
+        _write_spoken_wav,
     ),
 ]
 
 TEST_TASKS = [
     DemoTask(
-        "test-csv-south", 1,
+        "test-csv-south",
+        1,
         "The attached CSV file lists sales by region. How many units did the South region sell in total?",
-        str(sum(u for r, _, u, _ in SALES if r == "South")), "csv", _write_sales_csv,
+        str(sum(u for r, _, u, _ in SALES if r == "South")),
+        "csv",
+        _write_sales_csv,
     ),
 ]
 
 
-def _write_split(root: Path, split: str, tasks: list[DemoTask], hide_answers: bool, metadata_format: str) -> None:
+def _write_split(
+    root: Path, split: str, tasks: list[DemoTask], hide_answers: bool, metadata_format: str
+) -> None:
     split_dir = root / "2023" / split
     split_dir.mkdir(parents=True, exist_ok=True)
     rows = []
     for task in tasks:
         file_name = f"{task.task_id}.{task.extension}"
         task.write(split_dir / file_name)
-        rows.append({
-            "task_id": task.task_id,
-            "Question": task.question,
-            "Level": str(task.level),  # upstream snapshots store it as a string
-            "Final answer": "?" if hide_answers else task.answer,
-            "file_name": file_name,
-            "Annotator Metadata": {"Steps": "generated by gaia-train demo-data", "Tools": task.extension},
-        })
+        rows.append(
+            {
+                "task_id": task.task_id,
+                "Question": task.question,
+                "Level": str(task.level),  # upstream snapshots store it as a string
+                "Final answer": "?" if hide_answers else task.answer,
+                "file_name": file_name,
+                "Annotator Metadata": {"Steps": "generated by gaia-train demo-data", "Tools": task.extension},
+            }
+        )
     if metadata_format == "parquet":
         pd.DataFrame(rows).to_parquet(split_dir / "metadata.parquet", index=False)
     else:
@@ -211,13 +253,17 @@ def _write_split(root: Path, split: str, tasks: list[DemoTask], hide_answers: bo
                 handle.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
-def write_demo_snapshot(out: Path, *, metadata_format: str = "jsonl", skip_audio: bool = False) -> list[DemoTask]:
+def write_demo_snapshot(
+    out: Path, *, metadata_format: str = "jsonl", skip_audio: bool = False
+) -> list[DemoTask]:
     """Write the demo snapshot under `out`; returns the validation tasks written."""
     if metadata_format not in ("jsonl", "parquet"):
         raise DemoDataError(f"metadata format must be jsonl or parquet, got {metadata_format!r}")
     out = Path(out)
     if (out / "2023").exists() and any((out / "2023").iterdir()):
-        raise DemoDataError(f"{out / '2023'} already exists and is not empty; choose another --out or remove it")
+        raise DemoDataError(
+            f"{out / '2023'} already exists and is not empty; choose another --out or remove it"
+        )
     tasks = [t for t in DEMO_TASKS if not (skip_audio and t.extension == "wav")]
     if not skip_audio and shutil.which(ESPEAK) is None:
         _write_spoken_wav(out / "unused.wav")  # raises the message that names the package

@@ -175,7 +175,8 @@ async def run_episode(
                     parsed_here = generation.tool_calls is None
                     pending = (
                         parse_tool_calls(generation.text, f"call_{metrics.turns}_")
-                        if parsed_here else generation.tool_calls
+                        if parsed_here
+                        else generation.tool_calls
                     )
                     messages.append(_assistant_message(generation, pending, parsed_here))
                     answer = extract_answer(generation.text)
@@ -183,8 +184,11 @@ async def run_episode(
                         state, stop = _State.DONE, Stop.ANSWER
                     elif not pending:
                         state = _State.DONE
-                        stop = Stop.RESPONSE_BUDGET if generation.truncated and not policy.budget_left() \
+                        stop = (
+                            Stop.RESPONSE_BUDGET
+                            if generation.truncated and not policy.budget_left()
                             else Stop.NO_TOOL_CALL
+                        )
                     elif not policy.budget_left():
                         state, stop = _State.DONE, Stop.RESPONSE_BUDGET
                     else:

@@ -116,7 +116,9 @@ async def run_episodes(
     failed: list[dict[str, Any]] = []
     gate = anyio.Semaphore(concurrency)
     write_lock = anyio.Lock()
-    bar = tqdm(total=len(rows), initial=len(rows) - len(todo), disable=not progress, desc="episodes", unit="ep")
+    bar = tqdm(
+        total=len(rows), initial=len(rows) - len(todo), disable=not progress, desc="episodes", unit="ep"
+    )
 
     async def one(row: dict[str, Any]) -> None:
         record: dict[str, Any] | None = None
@@ -209,7 +211,11 @@ def _fmt(value: Any) -> str:
 
 
 def format_table(summary: dict[str, Any]) -> str:
-    lines = [("episodes", summary["episodes"]), ("scored", summary["scored"]), ("pass@1", summary["pass_at_1"])]
+    lines = [
+        ("episodes", summary["episodes"]),
+        ("scored", summary["scored"]),
+        ("pass@1", summary["pass_at_1"]),
+    ]
     for level, value in summary["pass_at_1_by_level"].items():
         lines.append((f"pass@1 level {level} (n={summary['episodes_by_level'][level]})", value))
     lines += [
@@ -235,8 +241,11 @@ def draw_chart(summary: dict[str, Any], path: Path) -> None:
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     levels = list(summary["pass_at_1_by_level"])
     scores = [0.0 if math.isnan(v) else v for v in summary["pass_at_1_by_level"].values()]
-    left.bar([f"L{lvl}" for lvl in levels] + ["all"], scores + [0.0 if math.isnan(summary["pass_at_1"]) else
-                                                             summary["pass_at_1"]], color="#4c72b0")
+    left.bar(
+        [f"L{lvl}" for lvl in levels] + ["all"],
+        scores + [0.0 if math.isnan(summary["pass_at_1"]) else summary["pass_at_1"]],
+        color="#4c72b0",
+    )
     left.set_ylim(0, 1)
     left.set_title("pass@1 by level")
     tools = summary["tool_calls_by_tool"]
@@ -254,7 +263,9 @@ def _write_submission(records: list[dict[str, Any]], out_dir: Path) -> None:
     # GAIA's leaderboard format: one {"task_id", "model_answer"} per line.
     with (out_dir / "submission.jsonl").open("w", encoding="utf-8") as handle:
         for record in hidden:
-            handle.write(json.dumps({"task_id": record["task_id"], "model_answer": record["answer"] or ""}) + "\n")
+            handle.write(
+                json.dumps({"task_id": record["task_id"], "model_answer": record["answer"] or ""}) + "\n"
+            )
 
 
 def api_key_from_env(name: str | None) -> str | None:

@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-import time
 import ssl
+import time
 import uuid
 from contextlib import AsyncExitStack
-from functools import cache, lru_cache
 from dataclasses import dataclass
+from functools import cache, lru_cache
 from typing import Any
 
 import anyio
@@ -116,8 +116,7 @@ def cap_text(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return (
-        text[:limit]
-        + f"\n[output truncated: showing {limit} of {len(text)} characters; "
+        text[:limit] + f"\n[output truncated: showing {limit} of {len(text)} characters; "
         "ask the tool for a later part (offset, page or start_index arguments) to read on]"
     )
 
@@ -202,9 +201,11 @@ class McpToolSession:
         await self._stack.__aenter__()
         try:
             # The MCP SDK's own client defaults (30 s, 300 s to read a stream), with a shared TLS context.
-            http = await self._stack.enter_async_context(httpx2.AsyncClient(
-                headers=self._headers(), timeout=httpx2.Timeout(30.0, read=300.0), verify=_ssl_context()
-            ))
+            http = await self._stack.enter_async_context(
+                httpx2.AsyncClient(
+                    headers=self._headers(), timeout=httpx2.Timeout(30.0, read=300.0), verify=_ssl_context()
+                )
+            )
             # Pushed before the client, so it runs after the client has closed.
             self._stack.push_async_callback(self._delete_session, http)
             transport = streamable_http_client(self.settings.url, http_client=http)
@@ -264,8 +265,12 @@ class McpToolSession:
             try:
                 response = await http.delete(self.settings.url, timeout=5.0)
                 if response.status_code >= 500:
-                    log.warning("DELETE %s for session %s answered %s", self.settings.url, self.session_id,
-                                response.status_code)
+                    log.warning(
+                        "DELETE %s for session %s answered %s",
+                        self.settings.url,
+                        self.session_id,
+                        response.status_code,
+                    )
             except Exception as exc:  # never turn cleanup into a failed episode
                 log.warning("DELETE %s for session %s failed: %s", self.settings.url, self.session_id, exc)
 
@@ -282,7 +287,9 @@ class McpToolSession:
             return f"Unknown tool {call.name!r}. The available tools are: {names}."
         validator = self._validators.get(call.name)
         if validator is None:
-            validator = self._validators[call.name] = _validator(json.dumps(tool.input_schema, sort_keys=True))
+            validator = self._validators[call.name] = _validator(
+                json.dumps(tool.input_schema, sort_keys=True)
+            )
         problems = sorted(validator.iter_errors(call.arguments), key=lambda e: list(e.path))
         if problems:
             details = "; ".join(
@@ -307,14 +314,22 @@ class McpToolSession:
             with anyio.fail_after(timeout):
                 result = await self._client.call_tool(call.name, call.arguments)
         except TimeoutError:
-            text, is_error = f"Error: {call.name} did not finish within {timeout:g} s and was cancelled.", True
+            text, is_error = (
+                f"Error: {call.name} did not finish within {timeout:g} s and was cancelled.",
+                True,
+            )
         except MCPError as exc:
             text, is_error = f"Error: {call.name} was refused: {exc}", True
         except Exception as exc:  # transport failures: the episode goes on and the model is told
             log.warning("tool call %s in session %s failed: %r", call.name, self.session_id, exc)
-            text, is_error = f"Error: the tool gateway failed during {call.name}: {type(exc).__name__}: {exc}", True
+            text, is_error = (
+                f"Error: the tool gateway failed during {call.name}: {type(exc).__name__}: {exc}",
+                True,
+            )
         else:
             text, is_error = _render_content(result), bool(result.is_error)
             if not text.strip():
                 text = f"({call.name} returned no output)"
-        return ToolOutcome(cap_text(text, self.settings.max_output_chars), is_error, time.perf_counter() - started)
+        return ToolOutcome(
+            cap_text(text, self.settings.max_output_chars), is_error, time.perf_counter() - started
+        )

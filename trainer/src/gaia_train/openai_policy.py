@@ -98,7 +98,9 @@ class OpenAIPolicy:
     def _max_tokens(self) -> int:
         if self.settings.max_response_tokens is None:
             return self.settings.max_tokens
-        return max(1, min(self.settings.max_tokens, self.settings.max_response_tokens - self.completion_tokens))
+        return max(
+            1, min(self.settings.max_tokens, self.settings.max_response_tokens - self.completion_tokens)
+        )
 
     async def _post(self, payload: dict[str, Any]) -> dict[str, Any]:
         headers = {"Authorization": f"Bearer {self.settings.api_key}"} if self.settings.api_key else {}
@@ -107,7 +109,10 @@ class OpenAIPolicy:
             wait = self.settings.backoff_s * (2**attempt) * (0.5 + random.random())
             try:
                 response = await self.client.post(
-                    self.settings.chat_url, json=payload, headers=headers, timeout=self.settings.request_timeout_s
+                    self.settings.chat_url,
+                    json=payload,
+                    headers=headers,
+                    timeout=self.settings.request_timeout_s,
                 )
             except httpx.TransportError as exc:
                 last = f"{type(exc).__name__}: {exc}"
@@ -116,7 +121,9 @@ class OpenAIPolicy:
                     try:
                         return response.json()
                     except ValueError:
-                        raise ModelError(f"{self.settings.chat_url} answered 200 with a body that is not JSON") from None
+                        raise ModelError(
+                            f"{self.settings.chat_url} answered 200 with a body that is not JSON"
+                        ) from None
                 body = response.text[:300]
                 if response.status_code not in TRANSIENT_STATUS:
                     raise ModelError(f"{self.settings.chat_url} answered {response.status_code}: {body}")
@@ -154,8 +161,14 @@ class OpenAIPolicy:
                 call_id = entry.get("id") or f"call_{self.turn}_{index}"
                 name = function.get("name") or ""
                 if not name:
-                    calls.append(ToolCall(call_id, "invalid_tool_call", raw_arguments=str(function.get("arguments")),
-                                          error="The tool call has no function name."))
+                    calls.append(
+                        ToolCall(
+                            call_id,
+                            "invalid_tool_call",
+                            raw_arguments=str(function.get("arguments")),
+                            error="The tool call has no function name.",
+                        )
+                    )
                 else:
                     calls.append(parse_arguments(call_id, name, function.get("arguments") or "{}"))
         return Generation(

@@ -38,8 +38,9 @@ class LoopbackServer:
     def __init__(self, app: Any, startup_timeout_s: float = 20.0):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self._server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                                     lifespan="on"))
+        self._server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on")
+        )
         self._thread = threading.Thread(target=self._server.run, daemon=True)
         self._timeout = startup_timeout_s
 
@@ -85,13 +86,20 @@ def chat_completions_app(reply: Reply, delay_s: float = 0.0) -> Starlette:
         if status != 200:
             return JSONResponse({"error": {"message": message.get("content", "error")}}, status_code=status)
         finish = message.pop("finish_reason", "tool_calls" if message.get("tool_calls") else "stop")
-        return JSONResponse({
-            "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
-            "object": "chat.completion",
-            "model": body.get("model", "scripted"),
-            "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish}],
-            "usage": {"prompt_tokens": 0, "completion_tokens": len(str(message.get("content") or "")) // 4 + 1,
-                      "total_tokens": 0},
-        })
+        return JSONResponse(
+            {
+                "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+                "object": "chat.completion",
+                "model": body.get("model", "scripted"),
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish}
+                ],
+                "usage": {
+                    "prompt_tokens": 0,
+                    "completion_tokens": len(str(message.get("content") or "")) // 4 + 1,
+                    "total_tokens": 0,
+                },
+            }
+        )
 
     return Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])

@@ -44,7 +44,10 @@ class TokenTape:
 
     def _render(self, messages: list[dict[str, Any]]) -> str:
         return self.tokenizer.apply_chat_template(
-            messages, tools=self.tools or None, add_generation_prompt=True, tokenize=False,
+            messages,
+            tools=self.tools or None,
+            add_generation_prompt=True,
+            tokenize=False,
             **self.chat_template_kwargs,
         )
 
@@ -91,12 +94,18 @@ class TokenTape:
         next; the part of that the model already sampled (its end-of-turn token, normally)
         is not added twice.
         """
-        context = [{"role": "user", "content": "-"}, {"role": "assistant", "content": _TURN_MARK}, *tool_messages]
+        context = [
+            {"role": "user", "content": "-"},
+            {"role": "assistant", "content": _TURN_MARK},
+            *tool_messages,
+        ]
         text = self._render(context)
         at = text.find(_TURN_MARK)
         if at < 0:
-            raise ValueError("the chat template dropped the assistant turn; it cannot be used for tool episodes")
-        tail = self._encode(text[at + len(_TURN_MARK):])
+            raise ValueError(
+                "the chat template dropped the assistant turn; it cannot be used for tool episodes"
+            )
+        tail = self._encode(text[at + len(_TURN_MARK) :])
         for overlap in range(min(len(tail), len(last_sampled)), 0, -1):
             if last_sampled[-overlap:] == tail[:overlap]:
                 return tail[overlap:]

@@ -42,13 +42,17 @@ def _shorten(text: str) -> str:
 def _from_object(call_id: str, payload: Any, raw: str) -> ToolCall:
     if not isinstance(payload, dict):
         return ToolCall(
-            call_id, "invalid_tool_call", raw_arguments=raw,
+            call_id,
+            "invalid_tool_call",
+            raw_arguments=raw,
             error=f'A tool call must be a JSON object like {{"name": ..., "arguments": {{...}}}}; got {_shorten(raw)}',
         )
     name = payload.get("name")
     if not isinstance(name, str) or not name:
         return ToolCall(
-            call_id, "invalid_tool_call", raw_arguments=raw,
+            call_id,
+            "invalid_tool_call",
+            raw_arguments=raw,
             error=f'The tool call has no "name" string: {_shorten(raw)}',
         )
     return parse_arguments(call_id, name, payload.get("arguments", {}))
@@ -65,14 +69,18 @@ def parse_arguments(call_id: str, name: str, arguments: Any) -> ToolCall:
                 arguments = json.loads(arguments)
             except json.JSONDecodeError as exc:
                 return ToolCall(
-                    call_id, name, raw_arguments=raw,
+                    call_id,
+                    name,
+                    raw_arguments=raw,
                     error=f"The arguments of {name} are not valid JSON ({exc.msg} at position {exc.pos}): {_shorten(raw)}",
                 )
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
         return ToolCall(
-            call_id, name, raw_arguments=raw,
+            call_id,
+            name,
+            raw_arguments=raw,
             error=f"The arguments of {name} must be a JSON object of parameter names and values, got {_shorten(raw)}",
         )
     return ToolCall(call_id, name, arguments, raw)
@@ -85,18 +93,26 @@ def parse_tool_calls(text: str, id_prefix: str) -> list[ToolCall]:
         call_id = f"{id_prefix}{index}"
         body, closing = match.group(1), match.group(2)
         if not closing:
-            calls.append(ToolCall(
-                call_id, "invalid_tool_call", raw_arguments=body,
-                error="The tool call was not closed with </tool_call>; write the whole call, then stop.",
-            ))
+            calls.append(
+                ToolCall(
+                    call_id,
+                    "invalid_tool_call",
+                    raw_arguments=body,
+                    error="The tool call was not closed with </tool_call>; write the whole call, then stop.",
+                )
+            )
             continue
         try:
             payload = json.loads(body)
         except json.JSONDecodeError as exc:
-            calls.append(ToolCall(
-                call_id, "invalid_tool_call", raw_arguments=body,
-                error=f"The tool call is not valid JSON ({exc.msg} at position {exc.pos}): {_shorten(body)}",
-            ))
+            calls.append(
+                ToolCall(
+                    call_id,
+                    "invalid_tool_call",
+                    raw_arguments=body,
+                    error=f"The tool call is not valid JSON ({exc.msg} at position {exc.pos}): {_shorten(body)}",
+                )
+            )
             continue
         calls.append(_from_object(call_id, payload, body))
     return calls

@@ -57,7 +57,8 @@ class GaiaAgentLoop(AgentLoopBase):
         if max_output < SMALL_TOOL_OUTPUT:
             log.warning(
                 "actor_rollout_ref.rollout.multi_turn.max_tool_response_length=%d cuts documents short; "
-                "gaia recipes use 8192 or more", max_output,
+                "gaia recipes use 8192 or more",
+                max_output,
             )
         self.limits = EpisodeLimits(
             max_turns=int(multi_turn.max_assistant_turns or DEFAULT_MAX_TURNS),
@@ -77,11 +78,16 @@ class GaiaAgentLoop(AgentLoopBase):
         messages = [dict(m) for m in kwargs["raw_prompt"]]
         request_id = uuid.uuid4().hex
         tape = TokenTape(
-            self.tokenizer, self.response_length, self.prompt_length, dict(self.apply_chat_template_kwargs or {})
+            self.tokenizer,
+            self.response_length,
+            self.prompt_length,
+            dict(self.apply_chat_template_kwargs or {}),
         )
         server_fields: dict[str, Any] = {}
 
-        async def generate_ids(prompt_ids: list[int], max_tokens: int) -> tuple[list[int], list[float] | None]:
+        async def generate_ids(
+            prompt_ids: list[int], max_tokens: int
+        ) -> tuple[list[int], list[float] | None]:
             output = await self.server_manager.generate(
                 request_id=request_id,
                 prompt_ids=prompt_ids,
@@ -100,7 +106,9 @@ class GaiaAgentLoop(AgentLoopBase):
         )
         return self._output(tape, result, server_fields)
 
-    def _output(self, tape: TokenTape, result: EpisodeResult, server_fields: dict[str, Any]) -> AgentLoopOutput:
+    def _output(
+        self, tape: TokenTape, result: EpisodeResult, server_fields: dict[str, Any]
+    ) -> AgentLoopOutput:
         metrics = result.metrics
         extra_fields = {
             **server_fields,

@@ -39,7 +39,7 @@ def _override_key(override: str) -> tuple[str, str, str]:
     prefix = ""
     for marker in ("++", "+", "~"):
         if override.startswith(marker):
-            prefix, override = marker, override[len(marker):]
+            prefix, override = marker, override[len(marker) :]
             break
     key, _, value = override.partition("=")
     return prefix, key.strip(), value
@@ -71,7 +71,9 @@ def compose(overrides: list[str]) -> Any:
     # Located, not imported: importing verl costs seconds and composing does not need it.
     spec = importlib.util.find_spec("verl")
     if spec is None or spec.origin is None:
-        raise ConfigError("verl is not installed: run scripts/trainer-extra.sh, or pip install 'gaia-train[verl]'")
+        raise ConfigError(
+            "verl is not installed: run scripts/trainer-extra.sh, or pip install 'gaia-train[verl]'"
+        )
     config_dir = Path(spec.origin).parent / "trainer" / "config"
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(config_dir), version_base=None):
@@ -81,8 +83,10 @@ def compose(overrides: list[str]) -> Any:
 def _check_reward(config: Any) -> None:
     reward_fn = config.reward.custom_reward_function
     if config.get("custom_reward_function") is not None and config.custom_reward_function.get("path"):
-        raise ConfigError("custom_reward_function.path is set at the top level, where VeRL 0.9.1 ignores it; "
-                          "use reward.custom_reward_function.path")
+        raise ConfigError(
+            "custom_reward_function.path is set at the top level, where VeRL 0.9.1 ignores it; "
+            "use reward.custom_reward_function.path"
+        )
     if not reward_fn.path:
         return
     path = Path(reward_fn.path).expanduser()
