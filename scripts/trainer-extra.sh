@@ -23,10 +23,15 @@ PYEOF
 
 "$PY" -m pip --version >/dev/null 2>&1 || "$PY" -m ensurepip --upgrade >/dev/null
 echo "Installing torch==$TORCH_VERSION and verl==$VERL_VERSION into .venv (pip)"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+pip_install() {
+  "$PY" -m pip install --quiet "$@" >"$log" 2>&1 || { cat "$log" >&2; echo "pip install $* failed" >&2; exit 1; }
+}
 # torch first and alone, so verl's own torch requirement is already met and pip never
 # swaps it for another build.
-"$PY" -m pip install --quiet "torch==$TORCH_VERSION"
-"$PY" -m pip install --quiet "torch==$TORCH_VERSION" "verl==$VERL_VERSION" cachetools uvicorn fastapi
+pip_install "torch==$TORCH_VERSION"
+pip_install "torch==$TORCH_VERSION" "verl==$VERL_VERSION" cachetools uvicorn fastapi
 "$PY" -c "import verl; from verl.experimental.agent_loop.agent_loop import AgentLoopBase" \
   || { echo "verl installed but its agent loop does not import; see the error above." >&2; exit 1; }
 echo "verl $VERL_VERSION ready"
