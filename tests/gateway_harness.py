@@ -92,11 +92,13 @@ def launch(
     env: dict[str, str] | None = None,
     token: str | None = None,
     wait_ready: bool = True,
+    dataset_dir: Path | None = None,
 ) -> RunningGateway:
     port = free_port()
     workspace_root = tmp_path / "workspaces"
-    dataset_dir = tmp_path / "dataset"
-    dataset_dir.mkdir(exist_ok=True)
+    if dataset_dir is None:
+        dataset_dir = tmp_path / "dataset"
+        dataset_dir.mkdir(exist_ok=True)
     log_path = tmp_path / f"gateway-{port}.log"
     full_env = {**os.environ, **(env or {})}
     if token:

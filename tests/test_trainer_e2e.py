@@ -4,78 +4,19 @@ loopback OpenAI-compatible fake playing a scripted agent through `gaia-train eva
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from gaia_train import dataset as ds
 from gaia_train.cli import main
 from gaia_train.demo_data import DEMO_TASKS, write_demo_snapshot
-from gaia_train.testing import LoopbackServer, chat_completions_app, free_port, tool_call
+from gaia_train.testing import LoopbackServer, chat_completions_app, tool_call
+from gateway_harness import RunningGateway, launch
 
 SERVERS = "filesystem-server,documents-csv-server"
-
-
-class Gateway:
-    def __init__(self, dataset_dir: Path, workspace_root: Path):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.workspace_root = workspace_root
-        self.log = workspace_root.parent / "gateway.log"
-        command = [
-            sys.executable,
-            "-m",
-            "gaia_env",
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--servers",
-            SERVERS,
-            "--dataset-dir",
-            str(dataset_dir),
-            "--workspace-root",
-            str(workspace_root),
-        ]
-        self.process = subprocess.Popen(
-            command, stdout=self.log.open("w"), stderr=subprocess.STDOUT, start_new_session=True
-        )
-
-    def wait_ready(self, timeout_s: float = 90.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(
-                    f"gaia-env serve exited with {self.process.returncode}:\n{self.log.read_text()}"
-                )
-            try:
-                if httpx.get(f"{self.url}/ready", timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.3)
-        raise RuntimeError(f"gaia-env serve was not ready within {timeout_s} s:\n{self.log.read_text()}")
-
-    def ready(self) -> dict[str, Any]:
-        return httpx.get(f"{self.url}/ready", timeout=5).json()
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
 
 
 @pytest.fixture(scope="module")
@@ -86,15 +27,10 @@ def demo(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def gateway(demo: Path, tmp_path_factory) -> Iterator[Gateway]:
-    workspaces = tmp_path_factory.mktemp("gw") / "workspaces"
-    workspaces.mkdir()
-    gateway = Gateway(demo, workspaces)
-    try:
-        gateway.wait_ready()
-        yield gateway
-    finally:
-        gateway.stop()
+def gateway(demo: Path, tmp_path_factory) -> Iterator[RunningGateway]:
+    gateway = launch(tmp_path_factory.mktemp("gw"), "--servers", SERVERS, dataset_dir=demo)
+    yield gateway
+    gateway.stop()
 
 
 def scripted_agent(body: dict[str, Any]) -> dict[str, Any]:
@@ -118,7 +54,7 @@ def scripted_agent(body: dict[str, Any]) -> dict[str, Any]:
     return {"content": f"North revenue is {revenue}. <answer>{revenue}</answer>"}
 
 
-def test_eval_against_the_real_gateway(demo: Path, gateway: Gateway, tmp_path: Path, capsys) -> None:
+def test_eval_against_the_real_gateway(demo: Path, gateway: RunningGateway, tmp_path: Path, capsys) -> None:
     [revenue_task] = [t for t in DEMO_TASKS if t.key == "csv-revenue"]
     tasks = [t for t in ds.load_split(demo, "validation") if t.task_id == revenue_task.task_id]
     rows = tmp_path / "rows.parquet"
@@ -139,7 +75,7 @@ def test_eval_against_the_real_gateway(demo: Path, gateway: Gateway, tmp_path: P
                 "--model",
                 "scripted",
                 "--mcp-url",
-                f"{gateway.url}/mcp",
+                gateway.url,
                 "--servers",
                 SERVERS,
                 "--no-progress",
@@ -155,8 +91,8 @@ def test_eval_against_the_real_gateway(demo: Path, gateway: Gateway, tmp_path: P
     assert "| North" in tool_outputs[1]
 
     # The episode's session is gone from the gateway and its workspace removed.
-    assert "session ended, workspace removed" in gateway.log.read_text()
-    assert gateway.ready()["sessions"] == 0
+    assert "session ended, workspace removed" in gateway.log()
+    assert gateway.status()["sessions"] == 0
     assert list(gateway.workspace_root.iterdir()) == []
     summary = json.loads((tmp_path / "eval" / "summary.json").read_text())
     assert summary["pass_at_1"] == 1.0 and (tmp_path / "eval" / "summary.png").exists()
