@@ -1,0 +1,122 @@
+"""documents-docx-server: the content of a Word document, in reading order.
+
+DOCX is read with python-docx; a legacy .doc is first converted to DOCX by headless LibreOffice
+in a subprocess with a deadline (gaia_kit.convert). Images are saved into the session workspace.
+"""
+
+import tempfile
+from pathlib import Path
+from typing import Annotated, Literal
+
+from gaia_kit import KitServer, ToolFailure, page, run, session_of
+from gaia_kit.convert import convert_with_libreoffice, soffice_binary
+from mcp.server.mcpserver import Context
+from pydantic import Field
+
+from . import render
+from .reading import describe_bytes, extract, open_document
+
+CONVERT_TIMEOUT_S = 120
+OLE_MAGIC = b"\xd0\xcf\x11\xe0"
+
+server = KitServer(
+    "documents-docx-server",
+    instructions=(
+        "Extracts Word documents (DOCX, and DOC through LibreOffice): headings, paragraphs, lists, "
+        "tables, headers/footers, footnotes, comments and images. Long results come in pages: follow "
+        "the start_index hint at the end of a result."
+    ),
+)
+
+
+@server.tool()
+def extract_docx_content(
+    file_path: Annotated[
+        str, Field(description="Path to the DOCX/DOC document file to extract content from")
+    ],
+    ctx: Context,
+    output_format: Annotated[
+        Literal["markdown", "json", "text"],
+        Field(description="Output format: 'markdown' (default), 'json' or 'text'"),
+    ] = "markdown",
+    extract_images: Annotated[
+        bool, Field(description="Whether to extract and save embedded images and media")
+    ] = True,
+    extract_tables: Annotated[bool, Field(description="Whether to extract table content")] = True,
+    extract_headers_footers: Annotated[
+        bool, Field(description="Whether to extract headers and footers")
+    ] = True,
+    include_structure: Annotated[
+        bool, Field(description="Whether to include document structure information in output")
+    ] = True,
+    start_index: Annotated[
+        int, Field(ge=0, description="Character offset in the result, for reading on")
+    ] = 0,
+    max_length: Annotated[
+        int | None,
+        Field(ge=1, description="Maximum characters to return (default and ceiling: the server's cap)"),
+    ] = None,
+) -> str:
+    """Extract content from DOCX/DOC documents using python-docx.
+
+    This tool provides comprehensive DOCX/DOC document content extraction with support for:
+    - DOCX and DOC files (DOC is converted with LibreOffice first)
+    - Text extraction with style preservation (heading levels, lists, bold/italic, links)
+    - Table extraction and formatting (markdown tables)
+    - Headers and footers extraction, footnotes and comments
+    - Embedded images, saved into the workspace with their paths listed
+    - Multiple output formats (markdown, json, text)
+    - Document structure analysis
+    Long content is returned in pages; the result says which start_index reads on.
+    """
+    guard = session_of(ctx).paths
+    path = guard.existing_file(file_path)
+    notes: list[str] = []
+    with open(path, "rb") as handle:
+        legacy = handle.read(4) == OLE_MAGIC
+    with tempfile.TemporaryDirectory(prefix="gaia-docx-") as scratch:
+        readable = path
+        if legacy:
+            problem = describe_bytes(path)
+            if "password" in problem:
+                raise ToolFailure(f"{file_path} cannot be read: {problem}.")
+            readable = convert_with_libreoffice(path, "docx", Path(scratch), CONVERT_TIMEOUT_S)
+            notes.append("Converted from legacy Word (.doc) with LibreOffice.")
+        document = open_document(readable, file_path)
+        result = extract(
+            document, guard, path.stem,
+            images=extract_images, tables=extract_tables, headers=extract_headers_footers,
+        )  # fmt: skip
+    shown = guard.display(path)
+    build = {"markdown": render.as_markdown, "json": render.as_json, "text": render.as_text}[output_format]
+    return page(build(path.name, shown, result, include_structure, notes), start_index, max_length)
+
+
+@server.tool()
+def list_supported_formats() -> str:
+    """List all supported document formats for extraction."""
+    legacy = "available" if soffice_binary() else "not available here (install libreoffice-writer-nogui)"
+    return "\n".join(
+        [
+            "# Supported formats",
+            "",
+            "- .docx, .docm, .dotx: Word documents (Office Open XML), read with python-docx",
+            f"- .doc, .dot: legacy Word documents, converted with headless LibreOffice first ({legacy})",
+            "",
+            "Extracted: headings with their levels, paragraphs (bold, italic, links), bulleted and numbered "
+            "lists, tables as markdown tables, headers and footers, footnotes, comments, and images "
+            "(saved into the workspace under docx_images/<file name>/, paths listed).",
+            "Output formats: markdown (default), json, text. Long content is paged with start_index.",
+            "Not here: PDF (documents-pdf-server), PowerPoint (documents-pptx-server), Excel (excel).",
+        ]
+    )
+
+
+def _check() -> dict:
+    if soffice_binary():
+        return {}
+    return {"missing": ["soffice (apt-get install libreoffice-writer-nogui): needed for legacy .doc only"]}
+
+
+def main() -> None:
+    run(server, check=_check)
