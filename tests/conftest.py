@@ -25,9 +25,9 @@ def gateway_factory(tmp_path: Path) -> Iterator:
 
 @pytest.fixture(scope="session")
 def real_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningGateway]:
-    """The shipped registry's three servers, as `make serve` runs them."""
+    """Every server of the shipped registry, as `make serve` runs them."""
     tmp = tmp_path_factory.mktemp("real")
-    gateway = launch(tmp, "--servers", "filesystem-server,documents-txt-server,documents-csv-server")
+    gateway = launch(tmp)
     yield gateway
     gateway.stop()
 

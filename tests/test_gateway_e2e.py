@@ -14,6 +14,7 @@ import time
 import httpx
 import psutil
 import pytest
+from gaia_env.registry import load_registry
 from gateway_harness import PROBE_REGISTRY, RunningGateway, write_registry
 from mcp import Client
 
@@ -21,6 +22,13 @@ DOCUMENTED_CURL = """curl -X POST http://localhost:8080/mcp -H "Content-Type: ap
   -d '{"jsonrpc": "2.0", "method": "tools/list", "params": {}, "id": 1}'"""
 
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+ENABLED = {sid for sid, spec in load_registry().items() if spec.enabled}
+
+
+def served_tool_count(gateway: RunningGateway) -> int:
+    servers = gateway.status()["servers"]
+    assert set(servers) == ENABLED and all(s["state"] == "ready" for s in servers.values()), servers
+    return sum(s["tools"] for s in servers.values())
 
 
 def _curl(command: str, port: str) -> tuple[int, dict]:
@@ -41,7 +49,7 @@ def test_documented_curl_lists_tools(real_gateway: RunningGateway) -> None:
     status, reply = _curl(DOCUMENTED_CURL, real_gateway.base.rsplit(":", 1)[1])
     assert status == 200
     names = {tool["name"] for tool in reply["result"]["tools"]}
-    assert len(names) == 14 + 2 + 2
+    assert len(names) == served_tool_count(real_gateway)
     assert {"read_text_file", "extract_text_content", "extract_csv_content"} <= names
     assert all(NAME.match(name) for name in names)
 
@@ -62,7 +70,7 @@ async def test_sdk_session_keeps_one_workspace(real_gateway: RunningGateway) -> 
     async with Client(real_gateway.url, mode="legacy") as client:
         await client.send_ping()
         tools = await client.list_tools()
-        assert len(tools.tools) == 18
+        assert len(tools.tools) == served_tool_count(real_gateway)
         written = await client.call_tool("write_file", {"path": "notes/a.txt", "content": "kept\n"})
         assert not written.is_error, written
         read = await client.call_tool("read_text_file", {"path": "notes/a.txt"})
@@ -73,7 +81,7 @@ async def test_sdk_session_keeps_one_workspace(real_gateway: RunningGateway) -> 
 async def test_sdk_auto_mode_lists_and_calls(real_gateway: RunningGateway) -> None:
     async with Client(real_gateway.url) as client:
         tools = await client.list_tools()
-        assert len(tools.tools) == 18
+        assert len(tools.tools) == served_tool_count(real_gateway)
         result = await client.call_tool("list_allowed_directories", {})
         assert not result.is_error
 
@@ -246,7 +254,7 @@ def test_ready_metrics_and_status_page(real_gateway: RunningGateway) -> None:
     ready = httpx.get(real_gateway.base + "/ready")
     assert ready.status_code == 200
     servers = ready.json()["servers"]
-    assert set(servers) == {"filesystem-server", "documents-txt-server", "documents-csv-server"}
+    assert set(servers) == ENABLED
     assert servers["filesystem-server"]["tools"] == 14 and servers["filesystem-server"]["state"] == "ready"
     real_gateway.call("list_allowed_directories")
     metrics = httpx.get(real_gateway.base + "/metrics").text
