@@ -1,0 +1,116 @@
+"""documents-pptx-server: the content of a presentation, slide by slide.
+
+PPTX is read with python-pptx; a legacy .ppt is first converted to PPTX by headless LibreOffice in
+a subprocess with a deadline (gaia_kit.convert). Images are saved into the session workspace.
+"""
+
+import tempfile
+from pathlib import Path
+from typing import Annotated, Literal
+
+from gaia_kit import KitServer, ToolFailure, page, run, session_of
+from gaia_kit.convert import convert_with_libreoffice, soffice_binary
+from mcp.server.mcpserver import Context
+from pydantic import Field
+
+from . import render
+from .reading import describe_bytes, extract, open_presentation
+
+CONVERT_TIMEOUT_S = 120
+OLE_MAGIC = b"\xd0\xcf\x11\xe0"
+
+server = KitServer(
+    "documents-pptx-server",
+    instructions=(
+        "Extracts PowerPoint presentations (PPTX, and PPT through LibreOffice) slide by slide: titles, "
+        "text in reading order, tables, charts, speaker notes and images. Long results come in pages: "
+        "follow the start_index hint at the end of a result."
+    ),
+)
+
+
+@server.tool()
+def extract_pptx_content(
+    file_path: Annotated[
+        str, Field(description="Path to the PPTX/PPT presentation file to extract content from")
+    ],
+    ctx: Context,
+    output_format: Annotated[
+        Literal["markdown", "json", "text"],
+        Field(description="Output format: 'markdown' (default), 'json' or 'text'"),
+    ] = "markdown",
+    extract_images: Annotated[
+        bool, Field(description="Whether to extract and save images from the presentation")
+    ] = True,
+    extract_notes: Annotated[bool, Field(description="Whether to extract speaker notes")] = True,
+    include_structure: Annotated[
+        bool, Field(description="Whether to include presentation structure information")
+    ] = True,
+    start_index: Annotated[
+        int, Field(ge=0, description="Character offset in the result, for reading on")
+    ] = 0,
+    max_length: Annotated[
+        int | None,
+        Field(ge=1, description="Maximum characters to return (default and ceiling: the server's cap)"),
+    ] = None,
+) -> str:
+    """Extract content from PPTX/PPT presentations using python-pptx.
+
+    This tool provides comprehensive PowerPoint presentation content extraction with support for:
+    - PPTX and PPT files (PPT is converted with LibreOffice first)
+    - Text extraction from slides, titles, and content, in reading order, with slide numbers
+    - Tables as markdown tables, charts with their series values
+    - Speaker notes extraction
+    - Image extraction (saved into the workspace, paths listed)
+    - Presentation structure analysis
+    - Multiple output formats (markdown, json, text)
+    Long content is returned in pages; the result says which start_index reads on.
+    """
+    guard = session_of(ctx).paths
+    path = guard.existing_file(file_path)
+    notes: list[str] = []
+    with open(path, "rb") as handle:
+        legacy = handle.read(4) == OLE_MAGIC
+    with tempfile.TemporaryDirectory(prefix="gaia-pptx-") as scratch:
+        readable = path
+        if legacy:
+            problem = describe_bytes(path)
+            if "password" in problem:
+                raise ToolFailure(f"{file_path} cannot be read: {problem}.")
+            readable = convert_with_libreoffice(path, "pptx", Path(scratch), CONVERT_TIMEOUT_S)
+            notes.append("Converted from legacy PowerPoint (.ppt) with LibreOffice.")
+        presentation = open_presentation(readable, file_path)
+        result = extract(presentation, guard, path.stem, images=extract_images, notes=extract_notes)
+    shown = guard.display(path)
+    build = {"markdown": render.as_markdown, "json": render.as_json, "text": render.as_text}[output_format]
+    return page(build(path.name, shown, result, include_structure, notes), start_index, max_length)
+
+
+@server.tool()
+def list_supported_formats() -> str:
+    """List all supported presentation formats for extraction."""
+    legacy = "available" if soffice_binary() else "not available here (install libreoffice-impress-nogui)"
+    return "\n".join(
+        [
+            "# Supported formats",
+            "",
+            "- .pptx, .pptm, .ppsx, .potx: PowerPoint presentations (Office Open XML), read with python-pptx",
+            f"- .ppt, .pps, .pot: legacy PowerPoint, converted with headless LibreOffice first ({legacy})",
+            "",
+            "Extracted per slide (numbered from 1): the title, text frames in reading order (top to "
+            "bottom, left to right) with bullet levels, tables as markdown tables, charts with their "
+            "series, speaker notes, and images (saved into the workspace under pptx_images/<file name>/).",
+            "Output formats: markdown (default), json, text. Long content is paged with start_index.",
+            "Not here: PDF (documents-pdf-server), Word (documents-docx-server), Excel (excel).",
+        ]
+    )
+
+
+def _check() -> dict:
+    if soffice_binary():
+        return {}
+    return {"missing": ["soffice (apt-get install libreoffice-impress-nogui): needed for legacy .ppt only"]}
+
+
+def main() -> None:
+    run(server, check=_check)
