@@ -17,6 +17,9 @@ class KitServer(MCPServer):
     def add_tool(self, fn: Callable[..., Any], name: str | None = None, **kwargs: Any) -> None:
         # Text results only, unless a tool asks: structured output would send every result twice.
         kwargs["structured_output"] = kwargs.get("structured_output") or False
+        # Agents read the description: give them the docstring without its source indentation.
+        if kwargs.get("description") is None and fn.__doc__:
+            kwargs["description"] = inspect.cleandoc(fn.__doc__)
         super().add_tool(_explained(fn, name or fn.__name__), name=name, **kwargs)
 
 
