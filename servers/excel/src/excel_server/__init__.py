@@ -1,0 +1,1 @@
+"""excel: an MCP server for Excel workbooks."""

@@ -1,0 +1,242 @@
+"""Opening and saving workbooks: what a file really is, conversion, locking and atomic saves.
+
+Reads open the file in openpyxl's read_only mode (rows are streamed from the zip, so memory stays
+flat for any size). Edits load the whole workbook, so they are refused above a size limit.
+Saves go to a temporary file in the same directory that is then renamed over the original:
+a crash or a kill mid-save leaves the previous file whole.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import fcntl
+import hashlib
+import math
+import os
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from xml.etree.ElementTree import ParseError
+
+from gaia_kit import PathGuard, ToolFailure
+from gaia_kit.text import sniff_encoding
+from openpyxl import Workbook, load_workbook
+from openpyxl.utils.exceptions import InvalidFileException
+
+WORKBOOK_SUFFIXES = (".xlsx", ".xlsm", ".xltx", ".xltm")
+CONVERTED_SUFFIXES = (".xls", ".csv", ".tsv")
+CONVERTED_DIR = "excel_converted"
+OLE_MAGIC = bytes.fromhex("D0CF11E0A1B11AE1")
+CONVERT_TIMEOUT = 120.0
+
+
+def max_edit_bytes() -> int:
+    """Edits load the whole workbook (openpyxl keeps every cell as an object: ~50x the file size)."""
+    return int(float(os.environ.get("GAIA_EXCEL_MAX_EDIT_MB", "40")) * 1024 * 1024)
+
+
+def kind_of(path: Path) -> str:
+    """What the bytes say the file is: xlsx (a zip), xls, encrypted, text, empty or unknown."""
+    with path.open("rb") as handle:
+        head = handle.read(1 << 20)
+    if not head:
+        return "empty"
+    if head.startswith(b"PK\x03\x04"):
+        return "xlsx"
+    if head.startswith(OLE_MAGIC):
+        # Password-protected xlsx files are OLE containers holding an EncryptionInfo stream.
+        return "encrypted" if "EncryptionInfo".encode("utf-16-le") in head else "xls"
+    if sniff_encoding(head[:65536]) is not None:
+        return "text"
+    return "unknown"
+
+
+def readable(guard: PathGuard, raw: str) -> Path:
+    """The xlsx to read for `raw`: the file itself, or its conversion in the workspace."""
+    path = guard.existing_file(raw)
+    kind = kind_of(path)
+    suffix = path.suffix.lower()
+    if kind == "empty":
+        raise ToolFailure(f"{raw} is empty (0 bytes); it holds no workbook.")
+    if kind == "encrypted":
+        raise ToolFailure(
+            f"{raw} is password-protected; remove the password (in Excel or LibreOffice) and try again."
+        )
+    if kind == "xlsx":
+        return path
+    if kind == "xls":
+        return _converted(guard, path, raw, _xls_to_xlsx)
+    if kind == "text" and suffix in (".csv", ".tsv", ".txt"):
+        return _converted(guard, path, raw, _csv_to_xlsx)
+    if kind == "text":
+        raise ToolFailure(
+            f"{raw} is not an Excel workbook: it holds plain text; if it is CSV, rename it to .csv to read it."
+        )
+    raise ToolFailure(f"{raw} is not an Excel workbook (its first bytes match no spreadsheet format).")
+
+
+def open_for_read(path: Path, raw: str, *, data_only: bool = True):
+    """A read_only workbook; close it when done (it keeps the zip open)."""
+    return _load(path, raw, read_only=True, data_only=data_only)
+
+
+def open_full(path: Path, raw: str, *, data_only: bool = False):
+    """The whole workbook in memory, for edits and for evaluating formulas."""
+    size = path.stat().st_size
+    if size > max_edit_bytes():
+        raise ToolFailure(
+            f"{raw} is {size / 1e6:.0f} MB, too large to load whole (limit {max_edit_bytes() / 1e6:.0f} MB, "
+            "set GAIA_EXCEL_MAX_EDIT_MB); read it with read_data_from_excel, which streams."
+        )
+    return _load(path, raw, read_only=False, data_only=data_only)
+
+
+def _load(path: Path, raw: str, *, read_only: bool, data_only: bool):
+    try:
+        return load_workbook(
+            path, read_only=read_only, data_only=data_only, keep_vba=path.suffix.lower() in (".xlsm", ".xltm")
+        )
+    except zipfile.BadZipFile:
+        raise ToolFailure(
+            f"{raw} is corrupt or truncated: it is not a readable xlsx (zip) archive."
+        ) from None
+    except (
+        KeyError,
+        ParseError,
+        InvalidFileException,
+        ValueError,
+        TypeError,
+        AttributeError,
+        IndexError,
+    ) as exc:
+        detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        raise ToolFailure(f"{raw} is damaged or not a valid Excel workbook ({detail}).") from None
+    except (EOFError, zipfile.LargeZipFile, OSError) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise ToolFailure(f"{raw} could not be read: it is truncated or damaged ({exc}).") from None
+
+
+# ----------------------------------------------------------------------------- edits
+
+
+@contextlib.contextmanager
+def editing(guard: PathGuard, raw: str, *, create: bool = False) -> Iterator[Workbook]:
+    """Load `raw` for editing under its lock, and save it atomically if the block succeeds."""
+    path = guard.resolve(raw, write=True)
+    suffix = path.suffix.lower()
+    if suffix in CONVERTED_SUFFIXES:
+        raise ToolFailure(
+            f"{raw} is a {suffix} file, which this server reads but does not write; read it once with "
+            f"read_data_from_excel (it is converted to {CONVERTED_DIR}/) and edit the .xlsx copy."
+        )
+    if suffix not in WORKBOOK_SUFFIXES:
+        raise ToolFailure(f"{raw} does not end in .xlsx or .xlsm; name the workbook with one of those.")
+    with workbook_lock(path):
+        if path.exists():
+            readable(guard, raw)  # a clear error for corrupt, encrypted or mislabelled files
+            book = open_full(path, raw)
+        elif create:
+            if not path.parent.is_dir():
+                raise ToolFailure(f"The folder of {raw} does not exist; create it first.")
+            book = Workbook()
+        else:
+            raise ToolFailure(f"{raw} does not exist; create it with create_workbook first.")
+        yield book
+        save_atomically(book, path)
+
+
+@contextlib.contextmanager
+def workbook_lock(path: Path) -> Iterator[None]:
+    """Serialise writers of one workbook, across threads and replica processes alike.
+
+    flock locks belong to an open file description, so two threads that open the lock file
+    separately exclude each other just as two processes do.
+    """
+    folder = Path(tempfile.gettempdir()) / "gaia-env-excel-locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = folder / (hashlib.sha256(str(path).encode()).hexdigest()[:32] + ".lock")
+    with lock.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def save_atomically(book: Workbook, path: Path) -> None:
+    """Save to a temp file beside `path`, flush it to disk, then rename it over `path`."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:100]}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        book.save(tmp)
+        with open(tmp, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+# ----------------------------------------------------------------------------- conversions
+
+
+def _converted(guard: PathGuard, source: Path, raw: str, convert) -> Path:
+    """Convert once per source version into the workspace; later reads reuse the copy."""
+    digest = hashlib.sha256(str(source).encode()).hexdigest()[:8]
+    target = guard.workspace / CONVERTED_DIR / f"{source.stem[:80]}-{digest}.xlsx"
+    if target.exists() and target.stat().st_mtime_ns >= source.stat().st_mtime_ns:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with workbook_lock(target):
+        convert(source, target, raw)
+    return target
+
+
+def _xls_to_xlsx(source: Path, target: Path, raw: str) -> None:
+    from gaia_kit.convert import convert_with_libreoffice
+
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".convert-") as out:
+        produced = convert_with_libreoffice(source, "xlsx", Path(out), CONVERT_TIMEOUT)
+        os.replace(produced, target)
+
+
+def _csv_to_xlsx(source: Path, target: Path, raw: str) -> None:
+    """Stream the CSV into a write_only workbook; numbers become numbers."""
+    with source.open("rb") as handle:
+        sample = handle.read(65536)
+    encoding = sniff_encoding(sample) or "utf-8"
+    text = sample.decode(encoding, errors="replace")
+    try:
+        dialect = csv.Sniffer().sniff(text[:16384], delimiters=",;\t|")
+        delimiter = dialect.delimiter
+    except csv.Error:
+        delimiter = "\t" if source.suffix.lower() == ".tsv" else ","
+    book = Workbook(write_only=True)
+    sheet = book.create_sheet(title=_sheet_title(source.stem))
+    with open(source, encoding=encoding, errors="replace", newline="") as handle:
+        for row in csv.reader(handle, delimiter=delimiter):
+            sheet.append([_typed(value) for value in row])
+    save_atomically(book, target)
+
+
+def _typed(value: str):
+    text = value.strip()
+    if not text:
+        return None
+    if text.lstrip("+-").isdigit() and len(text) < 16:
+        return int(text)
+    try:
+        number = float(text)
+    except ValueError:
+        return value
+    return number if math.isfinite(number) else value
+
+
+def _sheet_title(stem: str) -> str:
+    cleaned = "".join("_" if ch in "[]:*?/\\" else ch for ch in stem).strip("'") or "Sheet1"
+    return cleaned[:31]

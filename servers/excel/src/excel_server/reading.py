@@ -1,0 +1,272 @@
+"""Reading: cells page by page, workbook metadata, merged cells and validation rules.
+
+Everything here streams the sheet XML (openpyxl read_only mode, or iterparse for the parts
+read_only mode skips), so a sheet of any size is read in flat memory and the output stops at
+the server's cap with the start_cell that reads on.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from xml.etree.ElementTree import fromstring
+
+from gaia_kit import get_settings
+
+from . import cells, files
+from .compute import LazyEvaluator, formula_text
+
+PREVIEW_ROWS = 10
+MAIN_NS = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+
+
+def read_cells(
+    path: Path,
+    raw: str,
+    sheet_name: str,
+    start_cell: str,
+    end_cell: str | None,
+    preview_only: bool,
+    include_formulas: bool,
+    max_rows: int | None,
+) -> dict[str, Any]:
+    min_row, min_col = cells.cell(start_cell)
+    max_row = max_col = None
+    if end_cell:
+        min_row, min_col, max_row, max_col = cells.area(start_cell, end_cell)
+    row_limit = PREVIEW_ROWS if preview_only else max_rows
+    budget = get_settings().max_output_chars - 1500  # room for the envelope and notes
+    values_book = files.open_for_read(path, raw, data_only=True)
+    formula_book = files.open_for_read(path, raw, data_only=False)
+    try:
+        values_sheet = cells.sheet(values_book, sheet_name)
+        formula_sheet = formula_book[sheet_name]
+        dimension = _dimension(values_sheet)
+        # The dimension a file declares can be missing or wrong: read every row there is.
+        values_sheet.reset_dimensions()
+        formula_sheet.reset_dimensions()
+        bounds = {"min_row": min_row, "min_col": min_col, "max_row": max_row, "max_col": max_col}
+        evaluator = LazyEvaluator(path, raw)
+        out: list[dict[str, Any]] = []
+        used, rows_read, last_row, next_row, truncated_row = 0, 0, None, None, False
+        uncomputed = 0
+        rows = zip(values_sheet.iter_rows(**bounds), formula_sheet.iter_rows(**bounds), strict=False)
+        for value_row, formula_row in rows:
+            entries = []
+            row_number = None
+            for value_cell, formula_cell in zip(value_row, formula_row, strict=False):
+                if getattr(formula_cell, "value", None) is None:
+                    continue
+                row_number = value_cell.row
+                entry = _entry(value_cell, formula_cell, sheet_name, evaluator, include_formulas)
+                uncomputed += "not_computed" in entry
+                entries.append(entry)
+            if row_number is None:
+                continue
+            if row_limit is not None and rows_read >= row_limit:
+                next_row = row_number
+                break
+            size = sum(len(json.dumps(e, ensure_ascii=False, default=str)) + 2 for e in entries)
+            if used + size > budget:
+                if out:
+                    next_row = row_number
+                    break
+                entries, truncated_row = _fit(entries, budget), True
+            out.extend(entries)
+            used += size
+            rows_read += 1
+            last_row = row_number
+            if truncated_row:
+                next_row = row_number + 1
+                break
+    finally:
+        values_book.close()
+        formula_book.close()
+    result: dict[str, Any] = {
+        "file": raw,
+        "sheet_name": sheet_name,
+        "sheet_dimension": dimension,
+        "range": _shown_range(min_row, min_col, max_row, max_col, last_row),
+        "cells": out,
+    }
+    notes = [
+        "Empty cells are left out. Values are computed values; formulas are shown when include_formulas=true."
+    ]
+    if path.name != Path(raw).name:
+        notes.append(f"{raw} was converted to {path.name} in the workspace to be read.")
+    if uncomputed:
+        notes.append(
+            f"{uncomputed} formula cell(s) have no saved value and could not be computed here "
+            "(see not_computed); Excel or LibreOffice will calculate them."
+        )
+    if truncated_row:
+        notes.append("One row was too wide for one answer and was cut; pass end_cell to read fewer columns.")
+    if next_row is not None:
+        column = cells.range_text(1, min_col, 1, min_col).rstrip("1")
+        end = f", end_cell='{end_cell}'" if end_cell else ""
+        result["next_start_cell"] = f"{column}{next_row}"
+        notes.append(
+            f"More rows follow. Call again with start_cell='{column}{next_row}'{end} to read on"
+            + (" (or preview_only=false to read everything)." if preview_only else ".")
+        )
+    result["notes"] = notes
+    return result
+
+
+def _entry(
+    value_cell: Any, formula_cell: Any, sheet: str, evaluator: LazyEvaluator, with_formula: bool
+) -> dict:
+    row, column = value_cell.row, value_cell.column
+    entry: dict[str, Any] = {"address": value_cell.coordinate, "value": None, "row": row, "column": column}
+    formula = formula_text(formula_cell.value)
+    if formula is None:
+        entry["value"] = cells.jsonable(formula_cell.value)
+        return entry
+    value, reason = value_cell.value, None
+    if value is None:
+        value, reason = evaluator.value(sheet, row, column)
+    entry["value"] = cells.jsonable(value)
+    if reason is not None:
+        entry["not_computed"] = reason
+    if with_formula:
+        entry["formula"] = formula
+    return entry
+
+
+def _fit(entries: list[dict], budget: int) -> list[dict]:
+    kept, used = [], 0
+    for entry in entries:
+        used += len(json.dumps(entry, ensure_ascii=False, default=str)) + 2
+        if used > budget:
+            break
+        kept.append(entry)
+    return kept
+
+
+def _dimension(sheet: Any) -> str | None:
+    try:
+        return sheet.calculate_dimension()
+    except ValueError:
+        return None
+
+
+def _shown_range(
+    min_row: int, min_col: int, max_row: int | None, max_col: int | None, last: int | None
+) -> str:
+    bottom = max_row if max_row is not None else (last or min_row)
+    if max_row is not None and last is not None:
+        bottom = min(max_row, last)
+    return cells.range_text(min_row, min_col, bottom, max_col or min_col) + (
+        "" if max_col else " (columns to the end)"
+    )
+
+
+def attach_validations(result: dict, path: Path, raw: str, sheet_name: str) -> None:
+    """Add each read cell's validation rule, matching the reference's per-cell metadata."""
+    rules = sheet_extras(path, raw, sheet_name)["validations"]
+    if not rules:
+        return
+    parsed = [(rule, [cells.area(part) for part in rule["applies_to"].split()]) for rule in rules]
+    for entry in result["cells"]:
+        for rule, areas in parsed:
+            if any(a <= entry["row"] <= c and b <= entry["column"] <= d for a, b, c, d in areas):
+                entry["validation"] = {k: v for k, v in rule.items() if k != "applies_to"}
+                break
+
+
+def sheet_extras(path: Path, raw: str, sheet_name: str) -> dict[str, list]:
+    """Merged ranges and data-validation rules of a sheet.
+
+    Both live after <sheetData> in the sheet XML, so the cell data is streamed past in chunks
+    and only the root tag (for its namespace prefixes) and the tail are parsed.
+    """
+    book = files.open_for_read(path, raw)
+    try:
+        sheet = cells.sheet(book, sheet_name)
+        with sheet._get_source() as source:
+            document = _head_and_tail(source)
+    finally:
+        book.close()
+    merged: list[str] = []
+    validations: list[dict[str, Any]] = []
+    if document is not None:
+        for element in fromstring(document).iter():
+            if element.tag == f"{MAIN_NS}mergeCell":
+                merged.append(element.get("ref"))
+            elif element.tag == f"{MAIN_NS}dataValidation":
+                validations.append(_validation(element))
+    return {"merged": merged, "validations": validations}
+
+
+def _head_and_tail(source: Any, chunk: int = 1 << 20) -> bytes | None:
+    marker = b"</sheetData>"
+    head = b""
+    window = b""
+    tail: bytearray | None = None
+    while block := source.read(chunk):
+        if tail is not None:
+            tail += block
+            continue
+        if len(head) < 65536:
+            head += block[: 65536 - len(head)]
+        window = window[-len(marker) :] + block
+        found = window.find(marker)
+        if found >= 0:
+            tail = bytearray(window[found + len(marker) :])
+    start = head.find(b"<worksheet")
+    if start < 0:
+        start = head.find(b":worksheet")
+        start = head.rfind(b"<", 0, start) if start >= 0 else -1
+    if start < 0:
+        return None
+    if tail is None:
+        # <sheetData/> (an empty sheet): the whole part is small and parses as it is.
+        return head if len(head) < 65536 else None
+    root_tag = head[start : head.index(b">", start) + 1]
+    if root_tag.endswith(b"/>"):
+        return None
+    return root_tag + bytes(tail)
+
+
+def _validation(element: Any) -> dict[str, Any]:
+    rule: dict[str, Any] = {"applies_to": element.get("sqref", ""), "type": element.get("type", "any")}
+    if element.get("operator"):
+        rule["operator"] = element.get("operator")
+    for name in ("formula1", "formula2"):
+        found = element.find(f"{MAIN_NS}{name}")
+        if found is not None and found.text:
+            rule[name] = found.text
+    formula1 = rule.get("formula1", "")
+    if rule["type"] == "list" and formula1.startswith('"'):
+        rule["allowed_values"] = [v.strip() for v in formula1.strip('"').split(",")]
+    rule["allow_blank"] = element.get("allowBlank") in ("1", "true")
+    for attribute, key in (("prompt", "prompt"), ("error", "error_message")):
+        if element.get(attribute):
+            rule[key] = element.get(attribute)
+    return rule
+
+
+def metadata(path: Path, raw: str, include_ranges: bool) -> str:
+    book = files.open_for_read(path, raw)
+    try:
+        sheets = []
+        for sheet in book.worksheets:
+            entry: dict[str, Any] = {"name": sheet.title, "state": sheet.sheet_state}
+            if include_ranges:
+                entry["used_range"] = _dimension(sheet)
+                entry["max_row"], entry["max_column"] = sheet.max_row, sheet.max_column
+            sheets.append(entry)
+        names = sorted(book.defined_names.keys()) if include_ranges else None
+        chartsheets = [s.title for s in book.chartsheets]
+    finally:
+        book.close()
+    info = path.stat()
+    result: dict[str, Any] = {"file": raw, "size_bytes": info.st_size, "sheets": sheets}
+    if chartsheets:
+        result["chart_sheets"] = chartsheets
+    if names:
+        result["defined_names"] = names
+    if path.name != Path(raw).name:
+        result["converted_copy"] = str(path)
+    return json.dumps(result, ensure_ascii=False, indent=1)
