@@ -14,6 +14,7 @@ import fcntl
 import hashlib
 import math
 import os
+import re
 import tempfile
 import zipfile
 from collections.abc import Iterator
@@ -23,13 +24,41 @@ from xml.etree.ElementTree import ParseError
 from gaia_kit import PathGuard, ToolFailure
 from gaia_kit.text import sniff_encoding
 from openpyxl import Workbook, load_workbook
+from openpyxl.utils.cell import range_boundaries
 from openpyxl.utils.exceptions import InvalidFileException
+from openpyxl.worksheet._read_only import ReadOnlyWorksheet
 
 WORKBOOK_SUFFIXES = (".xlsx", ".xlsm", ".xltx", ".xltm")
 CONVERTED_SUFFIXES = (".xls", ".csv", ".tsv")
 CONVERTED_DIR = "excel_converted"
 OLE_MAGIC = bytes.fromhex("D0CF11E0A1B11AE1")
 CONVERT_TIMEOUT = 120.0
+
+
+_DIMENSION = re.compile(rb'<(?:\w+:)?dimension\b[^>]*\bref="([A-Za-z]+[0-9]+(?::[A-Za-z]+[0-9]+)?)"')
+
+
+def _size_from_head(sheet: ReadOnlyWorksheet) -> None:
+    """Read a sheet's declared size from the head of its XML.
+
+    openpyxl's own version, run for every sheet when a workbook is opened read_only, parses the
+    whole sheet when <dimension> is missing (it waits for the end of <sheetData>): minutes for a
+    200 MB workbook. <dimension> always precedes <sheetData>, so the head is enough.
+    """
+    with sheet._get_source() as source:
+        head = source.read(1 << 16).split(b"sheetData", 1)[0]
+    match = _DIMENSION.search(head)
+    if match is None:
+        return
+    try:
+        bounds = range_boundaries(match[1].decode().upper())
+    except ValueError:
+        return
+    if None not in bounds:
+        sheet._min_column, sheet._min_row, sheet._max_column, sheet._max_row = bounds
+
+
+ReadOnlyWorksheet._get_size = _size_from_head
 
 
 def max_edit_bytes() -> int:
