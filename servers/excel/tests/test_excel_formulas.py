@@ -67,6 +67,15 @@ def test_uncomputable_formulas_say_why(engine):
     assert compute(engine, "My Sheet", row=2, col=1) == (20, None)
 
 
+def test_dates_in_arithmetic_are_not_guessed():
+    import datetime
+
+    book = Workbook()
+    book.active["A1"] = datetime.date(2024, 1, 31)
+    value, reason = compute(evaluator(book), "Sheet", formula="=A1+1")
+    assert value is None and "date value in arithmetic" in reason
+
+
 @pytest.mark.parametrize("name", ["WEBSERVICE", "HYPERLINK", "RTD", "INDIRECT", "DGET"])
 def test_functions_reaching_outside_are_refused(name):
     with pytest.raises(ToolFailure, match=f"{name} is not allowed"):

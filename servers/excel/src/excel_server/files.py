@@ -222,7 +222,9 @@ def _converted(guard: PathGuard, source: Path, raw: str, convert) -> Path:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with workbook_lock(target):
-        convert(source, target, raw)
+        # Another call may have converted it while this one waited for the lock.
+        if not (target.exists() and target.stat().st_mtime_ns >= source.stat().st_mtime_ns):
+            convert(source, target, raw)
     return target
 
 

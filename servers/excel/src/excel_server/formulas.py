@@ -376,7 +376,10 @@ def _number(value: Any) -> Any:
             return float(value.strip()) if value.strip() else VALUE
         except ValueError:
             return VALUE
-    return VALUE  # dates and other objects: not computed as numbers here
+    # Dates are serial numbers to Excel; guessing the conversion here could give a wrong value.
+    raise Uncomputable(
+        f"the formula uses a {type(value).__name__} value in arithmetic, which is not computed here"
+    )
 
 
 def _text(value: Any) -> str:

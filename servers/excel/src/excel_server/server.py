@@ -196,10 +196,9 @@ def validate_excel_range(
     book = files.open_for_read(path, filepath)
     try:
         sheet = cells.sheet(book, sheet_name)
-        sheet.reset_dimensions()
-        used = reading._dimension(sheet) if sheet.max_row else None
+        used = reading._dimension(sheet)  # the size the file declares, read from its head
         if used is None:
-            sheet.calculate_dimension(force=True)
+            sheet.calculate_dimension(force=True)  # none declared: count the rows
             used = reading._dimension(sheet)
     finally:
         book.close()
