@@ -456,3 +456,16 @@ def test_idle_sessions_expire_and_lose_their_workspace(gateway_factory, tmp_path
         time.sleep(0.2)
     assert not os.path.exists(path)
     assert gateway.call("probe-a__peek", {"name": "d.txt"}, headers=dave)["isError"]
+
+
+def test_stateful_servers_are_told_when_a_session_ends(probe_gateway: RunningGateway) -> None:
+    ended_log = probe_gateway.workspace_root.parent / "ended-sessions.log"
+    erin = {"X-Session-Id": "erin"}
+    assert not probe_gateway.call("probe-b__whoami", headers=erin)["isError"]
+    assert httpx.delete(probe_gateway.url, headers=erin).json() == {"ended": True}
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and "erin" not in (ended_log.read_text() if ended_log.exists() else ""):
+        time.sleep(0.1)
+    told = [line.split() for line in ended_log.read_text().splitlines() if line.endswith(" erin")]
+    assert len(told) == 2  # both replicas of the stateful probe-b; probe-a is stateless
+    assert probe_gateway.call("probe-b__whoami", headers=erin)["content"][0]["text"].startswith("erin ")

@@ -211,7 +211,7 @@ class Gateway:
 
     def _forget_session(self, key: str) -> None:
         for pool in self.pools.values():
-            pool.forget_session(key)
+            pool.end_session(key)
 
     def _count_restart(self, server: str) -> None:
         self.metrics.restarts.labels(server).inc()

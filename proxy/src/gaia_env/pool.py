@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gaia_kit.session import SESSION_ENDED
+
 from .process import CallTimeout, RemoteError, ServerGone, ServerProcess
 from .registry import ServerSpec
 
@@ -210,8 +212,13 @@ class ServerPool:
             return f"Server {self.spec.id} is busy: every replica is at its limit of in-flight calls; retry later."
         return f"Server {self.spec.id} is unavailable right now ({self.state}); retry shortly."
 
-    def forget_session(self, session: str) -> None:
+    def end_session(self, session: str) -> None:
+        """A stateful server releases what it kept for the session (its cwd, tabs, sandboxes)."""
         self._affinity.pop(session, None)
+        if self.spec.stateful:
+            for replica in self.replicas:
+                if replica.state == "ready" and replica.process is not None:
+                    replica.process.notify(SESSION_ENDED, {"sessionId": session})
 
     async def _check_alive(self, replica: Replica, process: ServerProcess) -> None:
         """After a timeout: a server that no longer answers, or piles up stuck calls, is restarted."""

@@ -111,6 +111,12 @@ class ServerProcess:
         finally:
             self._pending.pop(request_id, None)
 
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        """Send a notification; a server that is gone has nothing left to tell."""
+        if not self.exited.is_set():
+            with contextlib.suppress(ServerGone, AssertionError):
+                self._send({"jsonrpc": "2.0", "method": method, "params": params})
+
     def _cancel(self, request_id: int, reason: str) -> None:
         if not self.exited.is_set():
             with contextlib.suppress(Exception):

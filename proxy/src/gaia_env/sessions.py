@@ -55,6 +55,8 @@ class SessionStore:
             try:
                 yield state
             finally:
+                if self._on_end:
+                    self._on_end(state.key)
                 await asyncio.to_thread(shutil.rmtree, state.workspace, True)
             return
         state = self.workspace_for(key)

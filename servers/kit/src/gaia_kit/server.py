@@ -4,16 +4,46 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import NotificationParams
 
 from .errors import describe_exception
+from .session import SESSION_ENDED
+
+logger = logging.getLogger("gaia_kit")
+
+SessionEndHandler = Callable[[str], Awaitable[None] | None]
+
+
+class SessionEndedParams(NotificationParams):
+    session_id: str  # sessionId on the wire
 
 
 class KitServer(MCPServer):
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._session_end_handlers: list[SessionEndHandler] = []
+        self._lowlevel_server.add_notification_handler(SESSION_ENDED, SessionEndedParams, self._session_ended)
+
+    def on_session_end(self, handler: SessionEndHandler) -> SessionEndHandler:
+        """Register `handler(session_id)`, called when the gateway ends a session (DELETE or idle)."""
+        self._session_end_handlers.append(handler)
+        return handler
+
+    async def _session_ended(self, ctx: Any, params: SessionEndedParams) -> None:
+        for handler in self._session_end_handlers:
+            try:
+                outcome = handler(params.session_id)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception:
+                logger.exception("releasing session %s failed", params.session_id)
+
     def add_tool(self, fn: Callable[..., Any], name: str | None = None, **kwargs: Any) -> None:
         # Text results only, unless a tool asks: structured output would send every result twice.
         kwargs["structured_output"] = kwargs.get("structured_output") or False

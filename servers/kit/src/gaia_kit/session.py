@@ -18,6 +18,8 @@ from .settings import get_settings
 
 SESSION_ID_KEY = "gaia-env/session-id"
 WORKSPACE_KEY = "gaia-env/workspace"
+SESSION_ENDED = "notifications/gaia-env/session_ended"
+"""Sent by the gateway to stateful servers when a session ends, so they release its state."""
 
 
 @dataclass(frozen=True)
