@@ -1,0 +1,116 @@
+"""A loopback OpenAI-compatible chat endpoint for tests: it checks each request and plays a script.
+
+    with FakeOpenAI(model="m", api_key="k") as fake:
+        fake.answer("42")                       # the next request gets this completion
+        fake.fail(429, retry_after="0")         # ... or this error
+        monkeypatch.setenv("MCP_LLM_BASE_URL", fake.base_url)
+        ...
+        assert fake.requests[0]["messages"][-1]["content"] == "..."
+
+It speaks the real wire format (POST /v1/chat/completions, Bearer auth, JSON with `choices`) and
+answers like the real API when the model name or key is wrong, so a client that sends the wrong
+variable's value fails the test. It runs uvicorn in a thread, on 127.0.0.1 and a free port.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections import deque
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+
+class FakeOpenAI:
+    def __init__(self, model: str = "fake-model", api_key: str | None = "sk-test-key"):
+        self.model = model
+        self.api_key = api_key
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self._script: deque[tuple[int, Any, dict[str, str]]] = deque()
+        self._lock = threading.Lock()
+        app = Starlette(routes=[Route("/v1/chat/completions", self._complete, methods=["POST"])])
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind(("127.0.0.1", 0))
+        self.port = self._sock.getsockname()[1]
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        config = uvicorn.Config(app, log_level="warning", lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
+        )
+
+    def answer(self, content: str, finish_reason: str = "stop") -> None:
+        """Script the next completion."""
+        choice = {
+            "index": 0,
+            "message": {"role": "assistant", "content": content},
+            "finish_reason": finish_reason,
+        }
+        self._push(200, {"id": "chatcmpl-fake", "object": "chat.completion", "choices": [choice]}, {})
+
+    def fail(self, status: int, message: str = "scripted failure", retry_after: str | None = None) -> None:
+        """Script the next reply as an API error."""
+        headers = {"Retry-After": retry_after} if retry_after is not None else {}
+        self._push(status, {"error": {"message": message, "type": "fake_error"}}, headers)
+
+    def env(self, prefix: str = "MCP") -> dict[str, str]:
+        """The variables that point a server at this fake."""
+        values = {f"{prefix}_LLM_BASE_URL": self.base_url, f"{prefix}_LLM_MODEL_NAME": self.model}
+        if self.api_key:
+            values[f"{prefix}_LLM_API_KEY"] = self.api_key
+        return values
+
+    @property
+    def pending(self) -> int:
+        """Scripted replies not yet consumed."""
+        return len(self._script)
+
+    def _push(self, status: int, body: Any, headers: dict[str, str]) -> None:
+        with self._lock:
+            self._script.append((status, body, headers))
+
+    async def _complete(self, request: Request) -> JSONResponse:
+        if self.api_key and request.headers.get("authorization") != f"Bearer {self.api_key}":
+            return _error(401, "Incorrect API key provided.")
+        body = await request.json()
+        if body.get("model") != self.model:
+            return _error(404, f"The model `{body.get('model')}` does not exist.")
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not all(
+            isinstance(m, dict) and m.get("role") in {"system", "user", "assistant"} and "content" in m
+            for m in messages
+        ):
+            return _error(400, "messages must be a list of {role, content} objects.")
+        with self._lock:
+            self.requests.append(body)
+            self.headers.append(dict(request.headers))
+            if not self._script:
+                return _error(500, "The fake has no scripted answer left.")
+            status, reply, headers = self._script.popleft()
+        return JSONResponse(reply, status_code=status, headers=headers)
+
+    def __enter__(self) -> FakeOpenAI:
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("the fake OpenAI server did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+        self._sock.close()
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": "invalid_request_error"}}, status_code=status)
