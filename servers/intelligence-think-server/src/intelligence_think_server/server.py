@@ -1,0 +1,102 @@
+"""intelligence-think-server: hard problems handed to a reasoning model on an OpenAI-compatible endpoint.
+
+The model is THINK_LLM_BASE_URL / THINK_LLM_MODEL_NAME / THINK_LLM_API_KEY, each falling back to
+MCP_LLM_*; THINK_LLM_TIMEOUT bounds one call (retries included), THINK_LLM_MAX_TOKENS the answer.
+"""
+
+from typing import Annotated, Literal
+
+from gaia_kit import KitServer, ToolFailure, run
+from gaia_kit.llm import chat, llm_config, llm_status
+from pydantic import Field
+
+PREFIX = "THINK"
+MAX_ANSWER_TOKENS = 8192
+
+server = KitServer(
+    "intelligence-think-server",
+    instructions=(
+        "Hands a self-contained problem (math, logic, algorithms, puzzles) to a strong reasoning model. "
+        "Put every fact and constraint the problem needs into the question: the model sees nothing else."
+    ),
+)
+
+STYLES = {
+    "detailed": "Analyse the problem thoroughly, justify each step, then state the final answer clearly.",
+    "concise": "Reason carefully but reply briefly: the key steps in a few lines, then the final answer.",
+    "step-by-step": "Break the solution into numbered steps, one idea per step, then state the final answer.",
+}
+
+SYSTEM = (
+    "You are an expert problem solver in mathematics, programming, logic and STEM competitions. "
+    "Work from the facts given; when the problem is ambiguous, say which reading you take and why. "
+    "Check your result before answering, and end with a line 'Final answer: ...'."
+)
+
+
+@server.tool()
+async def complex_problem_reasoning(
+    question: Annotated[
+        str,
+        Field(
+            description="The input question for complex problem reasoning, such as math and code contest problems"
+        ),
+    ],
+    original_task: Annotated[str, Field(description="The original task description.")] = "",
+    temperature: Annotated[
+        float, Field(ge=0.0, le=1.0, description="Model temperature for response variability (0.0-1.0)")
+    ] = 0.3,
+    reasoning_style: Annotated[
+        Literal["detailed", "concise", "step-by-step"],
+        Field(
+            description="Style of reasoning output: detailed(analysis), concise(summary), or step-by-step(breakdown)"
+        ),
+    ] = "detailed",
+) -> str:
+    """This tool provides comprehensive reasoning capabilities for:
+    - Mathematical problems and proofs
+    - Programming and algorithm challenges
+    - Logic puzzles, brain teasers, and fun riddles
+    - Competition-level STEM problems
+    - Multi-step analytical reasoning tasks
+
+    Weakness:
+    - Inability to process media types: image, audio, or video
+    - Require precise description of problem context and settings
+    """
+    if not question.strip():
+        raise ToolFailure("The question is empty; state the problem with all its facts and constraints.")
+    prompt = f"Question:\n{question.strip()}"
+    if original_task.strip():
+        prompt = f"Original task (for context):\n{original_task.strip()}\n\n{prompt}"
+    messages = [
+        {"role": "system", "content": f"{SYSTEM} {STYLES[reasoning_style]}"},
+        {"role": "user", "content": prompt},
+    ]
+    return await chat(messages, prefix=PREFIX, max_tokens=MAX_ANSWER_TOKENS, temperature=temperature)
+
+
+@server.tool()
+def get_reasoning_capabilities() -> str:
+    """Get information about the reasoning service capabilities."""
+    config = llm_config(PREFIX)
+    model = (
+        f"Model: {config.model}."
+        if not config.missing
+        else f"No model configured: set {', '.join(config.missing)}."
+    )
+    return "\n".join(
+        [
+            "Complex problem reasoning (complex_problem_reasoning)",
+            model,
+            "Good at: mathematical problems and proofs, programming and algorithm challenges, logic puzzles "
+            "and riddles, competition-level STEM problems, multi-step analytical reasoning.",
+            "Cannot: read images, audio or video, browse the web, or see files; the question must carry "
+            "every fact and constraint.",
+            f"Styles: {', '.join(STYLES)}. Temperature 0.0-1.0 (default 0.3).",
+        ]
+    )
+
+
+def main() -> None:
+    run(server, check=lambda: llm_status(PREFIX))
