@@ -1,0 +1,114 @@
+"""The sandbox: escapes and abuse are contained and reported, ordinary code runs."""
+
+import os
+from pathlib import Path
+
+import pytest
+from gaia_kit.sandbox import Limits, get_sandbox_settings, run_sandboxed, sandbox_status
+
+pytestmark = pytest.mark.anyio
+
+QUICK = Limits(wall_s=10, cpu_s=5, memory_mb=1024, processes=64)
+
+
+@pytest.fixture
+def ws(kit_env, monkeypatch):
+    monkeypatch.setenv("FAKE_API_KEY", "sk-must-not-leak")
+    monkeypatch.setenv("MCP_AUTH_TOKEN", "gateway-token")
+    get_sandbox_settings.cache_clear()
+    yield kit_env.workspace
+    get_sandbox_settings.cache_clear()
+
+
+async def sh(ws: Path, script: str, limits: Limits = QUICK, **kw):
+    return await run_sandboxed(["bash", "-c", script], workspace=ws, limits=limits, **kw)
+
+
+def test_status_names_the_backend():
+    assert sandbox_status()["backend"] == "bubblewrap" and sandbox_status()["missing"] == []
+
+
+async def test_python_with_data_libraries_bash_and_node(ws):
+    code = "import numpy, pandas, openpyxl, matplotlib; print(int(numpy.arange(4).sum()))"
+    result = await run_sandboxed(["python", "-c", code], workspace=ws, limits=QUICK)
+    assert result.exit_code == 0 and result.stdout == "6\n", result.describe()
+    result = await sh(ws, "node -e 'console.log(6*7)'; echo $0")
+    assert result.stdout == "42\nbash\n", result.describe()
+    assert (await run_sandboxed(["cat"], workspace=ws, stdin="piped", limits=QUICK)).stdout == "piped"
+
+
+async def test_workspace_is_writable_and_the_rest_is_not(ws, kit_env):
+    (kit_env.dataset / "data.txt").write_text("dataset")
+    result = await sh(
+        ws,
+        "echo hi > made.txt; cat /workspace/gaia_dataset/data.txt; echo x > /etc/evil; "
+        "echo x > /workspace/gaia_dataset/evil; echo x > /usr/evil; touch ../outside",
+    )
+    assert (ws / "made.txt").read_text() == "hi\n" and "dataset" in result.stdout
+    assert result.stderr.count("Read-only file system") + result.stderr.count("Permission denied") >= 4
+    assert not (kit_env.dataset / "evil").exists() and not (kit_env.root / "outside").exists()
+
+
+async def test_secrets_and_shadow_are_absent(ws):
+    result = await sh(ws, "env; cat /etc/shadow; ls /root")
+    assert "sk-must-not-leak" not in result.stdout and "gateway-token" not in result.stdout
+    assert "FAKE_API_KEY" not in result.stdout and "HOME=" in result.stdout
+    assert "/etc/shadow: No such file" in result.stderr
+    passed = await sh(ws, "echo ${GITHUB_TOKEN:-absent} $COLOR", env={"GITHUB_TOKEN": "x", "COLOR": "red"})
+    assert passed.stdout == "absent red\n"
+
+
+async def test_no_network_loopback_or_external(ws):
+    code = (
+        "import socket\n"
+        "for host in ('127.0.0.1', '192.0.2.1'):\n"
+        "    s = socket.socket(); s.settimeout(2)\n"
+        "    try: s.connect((host, 80)); print(host, 'connected')\n"
+        "    except OSError as exc: print(host, 'refused', exc.errno)\n"
+    )
+    result = await run_sandboxed(["python", "-c", code], workspace=ws, limits=QUICK)
+    assert "connected" not in result.stdout and result.stdout.count("refused") == 2, result.describe()
+
+
+async def test_fork_bomb_is_contained(ws):
+    result = await sh(
+        ws, "bomb() { bomb | bomb & }; bomb; sleep 2; echo survived", Limits(wall_s=6, processes=32)
+    )
+    assert result.timed_out or result.exit_code is not None
+    after = await sh(ws, "echo fine")
+    assert after.stdout == "fine\n"
+
+
+async def test_memory_cpu_and_wall_limits(ws):
+    alloc = await run_sandboxed(["python", "-c", "x = bytearray(10 * 1024**3)"], workspace=ws, limits=QUICK)
+    assert "MemoryError" in alloc.stderr and alloc.exit_code == 1
+    spin = await run_sandboxed(
+        ["python", "-c", "while True: pass"], workspace=ws, limits=Limits(wall_s=20, cpu_s=1)
+    )
+    assert spin.exit_code is not None and "CPU time limit" in spin.describe()
+    sleep = await sh(ws, "sleep 30 & sleep 30", Limits(wall_s=1))
+    assert sleep.timed_out and "wall-time limit of 1 s" in sleep.describe()
+
+
+async def test_huge_output_keeps_head_and_tail(ws):
+    result = await sh(
+        ws,
+        "echo START; head -c 100000000 /dev/zero | tr '\\0' x; echo; echo END",
+        Limits(wall_s=30, output_chars=10_000),
+    )
+    assert result.truncated and result.stdout.startswith("START") and result.stdout.rstrip().endswith("END")
+    assert "bytes of output elided" in result.stdout and len(result.stdout) < 12_000
+
+
+async def test_background_processes_die_with_the_command(ws):
+    result = await sh(ws, "(sleep 2; echo late > late.txt) & echo returned")
+    assert result.stdout == "returned\n" and result.duration_s < 2
+    marker = await sh(ws, "sleep 3; ls")
+    assert "late.txt" not in marker.stdout
+
+
+async def test_planted_symlink_to_root_gives_nothing(ws):
+    os.symlink("/", ws / "root")
+    result = await sh(ws, "ls root/; cat root/etc/shadow; echo x > root/tmp/escaped; ls /tmp")
+    assert not Path("/tmp/escaped").exists()
+    assert "shadow: No such file" in result.stderr
