@@ -1,0 +1,19 @@
+import pytest
+from e2b_code_server.server import server
+from gaia_kit.testing import session_call
+
+
+@pytest.fixture
+async def call(kit_env):
+    """call(tool, **arguments) -> CallToolResult, through the MCP protocol, in session s1."""
+    async with session_call(server, kit_env.workspace) as invoke:
+        yield invoke
+
+
+@pytest.fixture
+async def call_s2(kit_env):
+    """The same in a second session, s2, with its own workspace."""
+    workspace = kit_env.root / "s2"
+    workspace.mkdir()
+    async with session_call(server, workspace, session_id="s2") as invoke:
+        yield invoke
