@@ -1,0 +1,332 @@
+"""terminal-controller: commands in the sandbox plus line-level file editing, per-session cwd and history.
+
+The working directory belongs to the session and never leaves its workspace; every file tool goes
+through the kit's path guard (relative paths resolve against the session cwd); writes are atomic.
+"""
+
+import json
+import os
+import time
+from collections import deque
+from dataclasses import replace
+from pathlib import Path
+
+from gaia_kit import KitServer, ToolFailure, atomic_write, get_settings, run, session_of
+from gaia_kit.policy import check_command, get_policy_settings
+from gaia_kit.sandbox import Limits, run_sandboxed, sandbox_status
+from gaia_kit.session import Session
+from mcp.server.mcpserver import Context
+
+server = KitServer(
+    "terminal-controller",
+    instructions=(
+        "Runs shell commands in an isolated sandbox and edits files line by line, inside the session "
+        "workspace. Rows are 0-based. change_directory moves the session's working directory."
+    ),
+)
+cwds: dict[str, Path] = {}
+histories: dict[str, deque[str]] = {}
+
+
+@server.on_session_end
+def forget(session_id: str) -> None:
+    cwds.pop(session_id, None)
+    histories.pop(session_id, None)
+
+
+def _cwd(session: Session) -> Path:
+    cwd = cwds.get(session.id)
+    if cwd is None or not cwd.is_dir() or not cwd.is_relative_to(session.paths.workspace):
+        cwd = session.paths.workspace
+    return cwd
+
+
+def _resolve(session: Session, path: str, *, write: bool = False) -> Path:
+    """Relative paths start at the session's cwd; the guard decides."""
+    return session.paths.resolve(os.path.join(_cwd(session), path), write=write)
+
+
+def _lines(path: Path) -> list[str]:
+    if not path.is_file():
+        raise ToolFailure(f"{path} is not a file; check the path with list_directory.")
+    if path.stat().st_size > get_settings().max_read_bytes:
+        raise ToolFailure(f"{path} is larger than GAIA_MAX_READ_BYTES; use execute_command with head/sed.")
+    return path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+
+
+def _rows(row: int | None, rows: list[int] | None, count: int, *, allow_end: bool = False) -> list[int]:
+    chosen = ([row] if row is not None else []) + list(rows or [])
+    limit = count + 1 if allow_end else count
+    bad = [r for r in chosen if not isinstance(r, int) or r < 0 or r >= limit]
+    if bad:
+        raise ToolFailure(f"Row(s) {bad} are out of range: the file has {count} rows (0-based).")
+    return sorted(set(chosen))
+
+
+@server.tool()
+async def execute_command(command: str, ctx: Context, timeout: int = 30) -> str:
+    """Execute terminal command and return results
+
+    Args:
+        command: Command line command to execute
+        timeout: Command timeout in seconds, default is 30 seconds
+
+    Returns:
+        Output of the command execution
+    """
+    session = session_of(ctx)
+    verdict = check_command(command)
+    if not verdict.allowed:
+        raise ToolFailure(f"Command refused: {verdict.reason}.")
+    limit = get_policy_settings().max_timeout_s
+    if timeout <= 0 or timeout > limit:
+        raise ToolFailure(f"timeout must be between 1 and {limit} seconds.")
+    limits = replace(Limits.from_settings(), wall_s=timeout)
+    result = await run_sandboxed(
+        ["bash", "-c", command], workspace=session.workspace, cwd=_cwd(session), limits=limits
+    )
+    history = histories.setdefault(session.id, deque(maxlen=200))
+    history.append(f"{time.strftime('%Y-%m-%d %H:%M:%S')} [{result.status()}] {command}")
+    return result.describe()
+
+
+@server.tool()
+def get_command_history(ctx: Context, count: int = 10) -> str:
+    """Get recent command execution history
+
+    Args:
+        count: Number of recent commands to return
+
+    Returns:
+        Formatted command history record
+    """
+    entries = list(histories.get(session_of(ctx).id, ()))
+    entries = entries[-count:] if count > 0 else []
+    return "\n".join(entries) if entries else "No commands have been executed in this session yet."
+
+
+@server.tool()
+def get_current_directory(ctx: Context) -> str:
+    """Get current working directory
+
+    Returns:
+        Path of current working directory
+    """
+    return str(_cwd(session_of(ctx)))
+
+
+@server.tool()
+def change_directory(path: str, ctx: Context) -> str:
+    """Change current working directory
+
+    Args:
+        path: Directory path to switch to
+
+    Returns:
+        Operation result information
+    """
+    session = session_of(ctx)
+    target = _resolve(session, path, write=True)
+    if not target.is_dir():
+        raise ToolFailure(f"{path} is not a directory; list_directory shows what exists.")
+    cwds[session.id] = target
+    return f"Switched to directory: {target}"
+
+
+@server.tool()
+def list_directory(ctx: Context, path: str | None = None) -> str:
+    """List files and subdirectories in the specified directory
+
+    Args:
+        path: Directory path to list contents, default is current directory
+
+    Returns:
+        List of directory contents
+    """
+    session = session_of(ctx)
+    target = _resolve(session, path) if path else _cwd(session)
+    if not target.is_dir():
+        raise ToolFailure(f"{path} is not a directory.")
+    entries = sorted(target.iterdir(), key=lambda p: (not p.is_dir(), p.name))
+    if not entries:
+        return f"{target} is empty."
+    lines = [f"Contents of {session.paths.display(target)}:"]
+    for entry in entries[:1000]:
+        lines.append(
+            f"📁 {entry.name}/" if entry.is_dir() else f"📄 {entry.name} ({entry.lstat().st_size} bytes)"
+        )
+    if len(entries) > 1000:
+        lines.append(
+            f"... and {len(entries) - 1000} more; narrow the listing with execute_command (ls | head)."
+        )
+    return "\n".join(lines)
+
+
+@server.tool()
+def write_file(path: str, content: str, ctx: Context, mode: str = "overwrite") -> str:
+    """Write content to a file
+
+    Args:
+        path: Path to the file
+        content: Content to write (string or JSON object)
+        mode: Write mode ('overwrite' or 'append')
+
+    Returns:
+        Operation result information
+    """
+    if mode not in ("overwrite", "append"):
+        raise ToolFailure("mode must be 'overwrite' or 'append'.")
+    target = _resolve(session_of(ctx), path, write=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    old = target.read_text(encoding="utf-8", errors="replace") if mode == "append" and target.exists() else ""
+    atomic_write(target, old + content)
+    return f"{'Appended' if old else 'Wrote'} {len(content)} characters to {target}"
+
+
+@server.tool()
+def read_file(
+    path: str, ctx: Context, start_row: int | None = None, end_row: int | None = None, as_json: bool = False
+) -> str:
+    """Read content from a file with optional row selection
+
+    Args:
+        path: Path to the file
+        start_row: Starting row to read from (0-based, optional)
+        end_row: Ending row to read to (0-based, inclusive, optional)
+        as_json: If True, attempt to parse file content as JSON (optional)
+
+    Returns:
+        File content or selected lines, optionally parsed as JSON
+    """
+    lines = _lines(_resolve(session_of(ctx), path))
+    start = start_row or 0
+    end = len(lines) - 1 if end_row is None else end_row
+    if start < 0 or (lines and start >= len(lines)) or end < start:
+        raise ToolFailure(f"Rows {start}..{end} are not in the file, which has {len(lines)} rows (0-based).")
+    text = "".join(lines[start : end + 1])
+    if as_json:
+        try:
+            return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+        except json.JSONDecodeError as exc:
+            raise ToolFailure(
+                f"The selected content is not valid JSON ({exc}); read it with as_json=false."
+            ) from None
+    cap = get_settings().max_output_chars
+    if len(text) > cap:
+        return (
+            f"{text[:cap]}\n\n[Output truncated at {cap} characters; read fewer rows with start_row/end_row.]"
+        )
+    return text
+
+
+@server.tool()
+def insert_file_content(
+    path: str, content: str, ctx: Context, row: int | None = None, rows: list[int] | None = None
+) -> str:
+    """Insert content at specific row(s) in a file
+
+    Args:
+        path: Path to the file
+        content: Content to insert (string or JSON object)
+        row: Row number to insert at (0-based, optional)
+        rows: List of row numbers to insert at (0-based, optional)
+
+    Returns:
+        Operation result information
+    """
+    target = _resolve(session_of(ctx), path, write=True)
+    lines = _lines(target) if target.exists() else []
+    chosen = _rows(row, rows, len(lines), allow_end=True) or [len(lines)]
+    piece = content if content.endswith("\n") else content + "\n"
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    for index in reversed(chosen):
+        lines.insert(index, piece)
+    atomic_write(target, "".join(lines))
+    return f"Inserted content at row(s) {chosen} of {target}"
+
+
+@server.tool()
+def delete_file_content(
+    path: str,
+    ctx: Context,
+    row: int | None = None,
+    rows: list[int] | None = None,
+    substring: str | None = None,
+) -> str:
+    """Delete content at specific row(s) from a file
+
+    Args:
+        path: Path to the file
+        row: Row number to delete (0-based, optional)
+        rows: List of row numbers to delete (0-based, optional)
+        substring: If provided, only delete this substring within the specified row(s), not the entire row (optional)
+
+    Returns:
+        Operation result information
+    """
+    if row is None and not rows and not substring:
+        raise ToolFailure(
+            "Nothing to delete: pass row, rows or substring. To empty a file on purpose, "
+            "use write_file with content='' and mode='overwrite'."
+        )
+    target = _resolve(session_of(ctx), path, write=True)
+    lines = _lines(target)
+    chosen = _rows(row, rows, len(lines)) or list(range(len(lines)))
+    if substring:
+        hits = sum(lines[i].count(substring) for i in chosen)
+        for i in chosen:
+            lines[i] = lines[i].replace(substring, "")
+        message = f"Deleted {hits} occurrence(s) of the substring in row(s) {chosen}"
+    else:
+        lines = [line for i, line in enumerate(lines) if i not in set(chosen)]
+        message = f"Deleted row(s) {chosen}"
+    atomic_write(target, "".join(lines))
+    return f"{message} of {target}"
+
+
+@server.tool()
+def update_file_content(
+    path: str,
+    content: str,
+    ctx: Context,
+    row: int | None = None,
+    rows: list[int] | None = None,
+    substring: str | None = None,
+) -> str:
+    """Update content at specific row(s) in a file
+
+    Args:
+        path: Path to the file
+        content: New content to place at the specified row(s)
+        row: Row number to update (0-based, optional)
+        rows: List of row numbers to update (0-based, optional)
+        substring: If provided, only replace this substring within the specified row(s), not the entire row
+
+    Returns:
+        Operation result information
+    """
+    target = _resolve(session_of(ctx), path, write=True)
+    lines = _lines(target)
+    chosen = _rows(row, rows, len(lines))
+    if not chosen and not substring:
+        raise ToolFailure("Pass row or rows to replace, or substring to replace within every row.")
+    chosen = chosen or list(range(len(lines)))
+    if substring:
+        hits = sum(lines[i].count(substring) for i in chosen)
+        if not hits:
+            raise ToolFailure(f"The substring was not found in row(s) {chosen}; nothing was changed.")
+        for i in chosen:
+            lines[i] = lines[i].replace(substring, content)
+        message = f"Replaced {hits} occurrence(s) in row(s) {chosen}"
+    else:
+        for i in chosen:
+            ending = "\n" if lines[i].endswith("\n") else ""
+            lines[i] = content.rstrip("\n") + ending
+        message = f"Updated row(s) {chosen}"
+    atomic_write(target, "".join(lines))
+    return f"{message} of {target}"
+
+
+def main() -> None:
+    run(server, check=sandbox_status)

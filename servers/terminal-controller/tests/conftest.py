@@ -1,0 +1,9 @@
+import pytest
+from gaia_kit.testing import session_call
+from terminal_controller.server import server
+
+
+@pytest.fixture
+async def call(kit_env):
+    async with session_call(server, kit_env.workspace) as invoke:
+        yield invoke

@@ -1,0 +1,143 @@
+"""terminal-server: shell commands in the sandbox, in the session workspace, with per-session history."""
+
+import json
+import time
+from collections import deque
+from dataclasses import replace
+from typing import Annotated, Literal
+
+from gaia_kit import KitServer, ToolFailure, run, session_of
+from gaia_kit.policy import check_command, get_policy_settings
+from gaia_kit.sandbox import Limits, run_sandboxed, sandbox_status
+from mcp.server.mcpserver import Context
+from pydantic import Field
+
+HISTORY_PER_SESSION = 200
+
+server = KitServer(
+    "terminal-server",
+    instructions=(
+        "Runs shell commands (bash) in an isolated sandbox whose working directory is the session "
+        "workspace. Python (numpy, pandas, openpyxl, matplotlib) and node are available; no network."
+    ),
+)
+histories: dict[str, deque[dict]] = {}
+
+
+@server.on_session_end
+def forget(session_id: str) -> None:
+    histories.pop(session_id, None)
+
+
+Format = Literal["markdown", "json", "text"]
+
+
+@server.tool()
+async def execute_command(
+    command: Annotated[str, Field(description="Terminal command to execute")],
+    ctx: Context,
+    timeout: Annotated[int, Field(description="Command timeout in seconds (default: 30)")] = 30,
+    output_format: Annotated[
+        Format, Field(description="Output format: 'markdown', 'json', or 'text'")
+    ] = "markdown",
+) -> str:
+    """Execute a terminal command with safety checks and timeout controls.
+
+    The command runs with bash in an isolated sandbox: the session workspace is the working
+    directory (read-write), the dataset is read-only, there is no network. A timeout kills every
+    process the command started. Refused commands say which policy rule refused them.
+
+    Specialized Feature:
+    - Execute Python code and output the result to stdout
+        - Example (Directly execute simple Python code): `python -c "nums = [1, 2, 3, 4]
+    sum_of_nums = sum(nums)
+    print(f'{sum_of_nums=}')"`
+        - Example (Execute code from a file): `python my_script.py`
+    """
+    session = session_of(ctx)
+    verdict = check_command(command)
+    if not verdict.allowed:
+        raise ToolFailure(f"Command refused: {verdict.reason}.")
+    limit = get_policy_settings().max_timeout_s
+    if timeout <= 0 or timeout > limit:
+        raise ToolFailure(f"timeout must be between 1 and {limit} seconds.")
+    limits = replace(Limits.from_settings(), wall_s=timeout)
+    result = await run_sandboxed(["bash", "-c", command], workspace=session.workspace, limits=limits)
+    entry = {
+        "command": command,
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "exit_code": result.exit_code,
+        "timed_out": result.timed_out,
+        "duration_s": round(result.duration_s, 3),
+    }
+    histories.setdefault(session.id, deque(maxlen=HISTORY_PER_SESSION)).append(entry)
+    if output_format == "json":
+        return json.dumps(
+            {
+                **entry,
+                "stdout": result.stdout,
+                "stderr": result.stderr,
+                "truncated": result.truncated,
+                "status": result.status(),
+            },
+            ensure_ascii=False,
+        )
+    if output_format == "text":
+        return result.describe()
+    parts = [f"**Command:** `{command}`", f"**Status:** {result.status()} ({result.duration_s:.2f} s)"]
+    parts.append(
+        f"**Output:**\n```\n{result.stdout.rstrip()}\n```" if result.stdout.strip() else "**Output:** (none)"
+    )
+    if result.stderr.strip():
+        parts.append(f"**Errors:**\n```\n{result.stderr.rstrip()}\n```")
+    return "\n\n".join(parts)
+
+
+@server.tool()
+def get_command_history(
+    ctx: Context,
+    count: Annotated[int, Field(description="Number of recent commands to return (default: 10)")] = 10,
+    output_format: Annotated[
+        Format, Field(description="Output format: 'markdown', 'json', or 'text'")
+    ] = "markdown",
+) -> str:
+    """Retrieve recent command execution history (this session's only)."""
+    entries = list(histories.get(session_of(ctx).id, ()))[-max(0, count) :] if count > 0 else []
+    if output_format == "json":
+        return json.dumps(entries, ensure_ascii=False)
+    if not entries:
+        return "No commands have been executed in this session yet."
+    lines = [
+        f"{i}. `{e['command']}` exit={e['exit_code']}{' (timed out)' if e['timed_out'] else ''} "
+        f"{e['duration_s']} s at {e['timestamp']}"
+        for i, e in enumerate(entries, 1)
+    ]
+    return ("# Command history\n\n" if output_format == "markdown" else "") + "\n".join(lines)
+
+
+@server.tool()
+def get_terminal_capabilities() -> str:
+    """Get information about terminal service capabilities and configuration."""
+    status, limits, policy = sandbox_status(), Limits.from_settings(), get_policy_settings()
+    return json.dumps(
+        {
+            "shell": "bash",
+            "sandbox": status,
+            "limits": limits.__dict__,
+            "max_timeout_s": policy.max_timeout_s,
+            "policy": {
+                "mode": policy.policy,
+                "deny" if policy.policy == "denylist" else "allow": policy.deny
+                if policy.policy == "denylist"
+                else policy.allow,
+            },
+            "languages": ["python (numpy, pandas, openpyxl, matplotlib)", "bash", "node"],
+            "network": status.get("notes", [""])[0].startswith("network on"),
+            "history": "per session, released when the session ends",
+        },
+        indent=2,
+    )
+
+
+def main() -> None:
+    run(server, check=sandbox_status)

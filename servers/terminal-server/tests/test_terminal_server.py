@@ -1,0 +1,63 @@
+"""terminal-server through the MCP protocol: sandboxed, per-session, policy on shell words."""
+
+import json
+
+import pytest
+from gaia_kit.testing import failed, ok, session_call
+from terminal_server.server import histories, server
+from test_compat_schemas import REFERENCE, compatibility_problems
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_tools_match_the_reference():
+    ours = {tool.name: tool for tool in await server.list_tools()}
+    for tool in REFERENCE["terminal-server"]:
+        assert not compatibility_problems(tool["inputSchema"], ours[tool["name"]].input_schema), tool["name"]
+
+
+async def test_format_words_are_not_refused(call, env_ws):
+    out = ok(await call("execute_command", command="""python -c "print('{}'.format(1))" """))
+    assert "exit status 0" in out and "```\n1\n```" in out
+    assert "exit status 0" in ok(await call("execute_command", command="ls --format=long"))
+
+
+async def test_refusals_name_the_rule(call):
+    assert "rule deny:sudo" in failed(await call("execute_command", command="echo hi && sudo ls"))
+    assert "rule rm-root" in failed(await call("execute_command", command="rm -rf /"))
+
+
+async def test_runs_in_the_workspace_with_json_output(call, env_ws):
+    data = json.loads(ok(await call("execute_command", command="echo hi > a.txt; pwd", output_format="json")))
+    assert data["stdout"].strip() == str(env_ws) and (env_ws / "a.txt").read_text() == "hi\n"
+    assert data["exit_code"] == 0 and not data["timed_out"]
+
+
+async def test_timeout_kills_the_process_group(call, env_ws):
+    out = ok(
+        await call(
+            "execute_command", command="(sleep 3; touch late) & sleep 10", timeout=1, output_format="text"
+        )
+    )
+    assert "wall-time limit of 1 s" in out
+    ok(await call("execute_command", command="sleep 3"))
+    assert not (env_ws / "late").exists()
+
+
+async def test_history_is_per_session_and_released(kit_env):
+    other = kit_env.root / "s2"
+    other.mkdir()
+    async with session_call(server, kit_env.workspace, "s1") as one, session_call(server, other, "s2") as two:
+        ok(await one("execute_command", command="echo secret-one > mine.txt"))
+        ok(await two("execute_command", command="echo two"))
+        assert "secret-one" in ok(await one("get_command_history"))
+        history_two = ok(await two("get_command_history", output_format="json"))
+        assert "secret-one" not in history_two and len(json.loads(history_two)) == 1
+        assert "No such file" in ok(await two("execute_command", command="cat ../s1/mine.txt; ls"))
+        await server._session_ended(None, type("P", (), {"session_id": "s1"})())
+        assert "s1" not in histories
+
+
+async def test_capabilities_describe_the_sandbox(call):
+    data = json.loads(ok(await call("get_terminal_capabilities")))
+    assert data["sandbox"]["backend"] == "bubblewrap" and data["network"] is False
