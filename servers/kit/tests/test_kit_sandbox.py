@@ -112,3 +112,60 @@ async def test_planted_symlink_to_root_gives_nothing(ws):
     result = await sh(ws, "ls root/; cat root/etc/shadow; echo x > root/tmp/escaped; ls /tmp")
     assert not Path("/tmp/escaped").exists()
     assert "shadow: No such file" in result.stderr
+
+
+FORK_COUNTER = """
+import os, time
+children = 0
+while True:
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    children += 1
+print(children, flush=True)
+"""
+
+
+async def test_fork_bomb_hits_the_process_limit_and_leaves_nothing(ws):
+    result = await run_sandboxed(
+        ["python3", "-c", FORK_COUNTER], workspace=ws, limits=Limits(wall_s=20, processes=32)
+    )
+    forked = int(result.stdout.split()[0])
+    assert 0 < forked < 32, result.describe()
+    if os.geteuid() == 0:  # the sandbox ran as the workspace's own uid: none of its processes survive
+        import psutil
+        from gaia_kit.sandbox import _sandbox_uid
+
+        uid = _sandbox_uid(Path(os.path.realpath(ws)))
+        assert [
+            p.pid for p in psutil.process_iter(["uids"]) if p.info["uids"] and p.info["uids"].real == uid
+        ] == []
+
+
+async def test_missing_bubblewrap_refuses_and_says_what_to_do(ws, monkeypatch, tmp_path):
+    from gaia_kit.sandbox import SandboxUnavailable, _bubblewrap_problem
+
+    bin_dir = tmp_path / "bin-without-bwrap"
+    bin_dir.mkdir()
+    monkeypatch.setenv("PATH", str(bin_dir))
+    _bubblewrap_problem.cache_clear()  # the probe runs once per process
+    try:
+        with pytest.raises(SandboxUnavailable, match="apt-get install bubblewrap.*GAIA_SANDBOX=unsandboxed"):
+            await sh(ws, "echo never")
+        assert any("bubblewrap" in item for item in sandbox_status()["missing"])
+    finally:
+        _bubblewrap_problem.cache_clear()
+
+
+async def test_unsandboxed_mode_is_explicit_and_loud(ws, monkeypatch, caplog):
+    monkeypatch.setenv("GAIA_SANDBOX", "unsandboxed")
+    get_sandbox_settings.cache_clear()
+    status = sandbox_status()
+    assert status["backend"] == "unsandboxed" and "WARNING" in status["notes"][0]
+    result = await sh(ws, "echo $FAKE_API_KEY; echo ran")
+    assert result.stdout.strip().splitlines() == ["ran"]  # the environment is still scrubbed
+    assert "without isolation" in caplog.text
