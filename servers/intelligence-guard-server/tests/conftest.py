@@ -1,30 +1,9 @@
 import pytest
-from gaia_kit.fake_openai import FakeOpenAI
+from gaia_kit.fake_openai import llm_fixtures
 from gaia_kit.testing import session_call
 from intelligence_guard_server.server import server
 
-LLM_VARIABLES = [
-    f"{p}_LLM_{s}"
-    for p in ("MCP", "GUARD")
-    for s in ("BASE_URL", "MODEL_NAME", "API_KEY", "TIMEOUT", "MAX_TOKENS")
-]
-
-
-@pytest.fixture
-def no_llm(monkeypatch):
-    """No model configured, whatever the machine's environment says."""
-    for name in LLM_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    return monkeypatch
-
-
-@pytest.fixture
-def fake(no_llm):
-    """A loopback OpenAI-compatible endpoint, configured through the GUARD_LLM_* variables."""
-    with FakeOpenAI(model="fake-guarder", api_key="sk-guard-secret") as server:
-        for name, value in server.env("GUARD").items():
-            no_llm.setenv(name, value)
-        yield server
+no_llm, fake = llm_fixtures("GUARD", model="fake-guarder", api_key="sk-guard-secret")
 
 
 @pytest.fixture

@@ -1,30 +1,9 @@
 import pytest
-from gaia_kit.fake_openai import FakeOpenAI
+from gaia_kit.fake_openai import llm_fixtures
 from gaia_kit.testing import session_call
 from intelligence_think_server.server import server
 
-LLM_VARIABLES = [
-    f"{p}_LLM_{s}"
-    for p in ("MCP", "THINK")
-    for s in ("BASE_URL", "MODEL_NAME", "API_KEY", "TIMEOUT", "MAX_TOKENS")
-]
-
-
-@pytest.fixture
-def no_llm(monkeypatch):
-    """No model configured, whatever the machine's environment says."""
-    for name in LLM_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    return monkeypatch
-
-
-@pytest.fixture
-def fake(no_llm):
-    """A loopback OpenAI-compatible endpoint, configured through the THINK_LLM_* variables."""
-    with FakeOpenAI(model="fake-thinker", api_key="sk-think-secret") as server:
-        for name, value in server.env("THINK").items():
-            no_llm.setenv(name, value)
-        yield server
+no_llm, fake = llm_fixtures("THINK", model="fake-thinker", api_key="sk-think-secret")
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 from gaia_kit import ToolFailure
-from gaia_kit.fake_openai import FakeOpenAI
+from gaia_kit.fake_openai import LLM_SUFFIXES, FakeOpenAI
 from gaia_kit.llm import chat, llm_config, llm_status
 
 pytestmark = pytest.mark.anyio
@@ -18,7 +18,7 @@ PREFIXES = ("MCP", "CODE", "THINK", "GUARD")
 @pytest.fixture
 def clean_env(monkeypatch):
     for prefix in PREFIXES:
-        for suffix in ("BASE_URL", "MODEL_NAME", "API_KEY", "TIMEOUT", "MAX_TOKENS"):
+        for suffix in LLM_SUFFIXES:
             monkeypatch.delenv(f"{prefix}_LLM_{suffix}", raising=False)
     return monkeypatch
 

@@ -10,6 +10,10 @@
 It speaks the real wire format (POST /v1/chat/completions, Bearer auth, JSON with `choices`) and
 answers like the real API when the model name or key is wrong, so a client that sends the wrong
 variable's value fails the test. It runs uvicorn in a thread, on 127.0.0.1 and a free port.
+
+A server that asks a model gets its `no_llm` and `fake` fixtures in one line of tests/conftest.py:
+
+    no_llm, fake = llm_fixtures("THINK", model="fake-thinker", api_key="sk-think-secret")
 """
 
 from __future__ import annotations
@@ -18,13 +22,17 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+
+LLM_SUFFIXES = ("BASE_URL", "MODEL_NAME", "API_KEY", "TIMEOUT", "MAX_TOKENS")
 
 
 class FakeOpenAI:
@@ -114,3 +122,27 @@ class FakeOpenAI:
 
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": {"message": message, "type": "invalid_request_error"}}, status_code=status)
+
+
+def llm_fixtures(prefix: str, *, model: str, api_key: str) -> tuple[Any, Any]:
+    """`no_llm` and `fake` fixtures for a server whose model settings are `prefix`_LLM_*.
+
+    Assign both in conftest.py under those names (pytest finds fixtures by the name they are bound to).
+    """
+
+    @pytest.fixture
+    def no_llm(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+        """No model configured, whatever the machine's environment says."""
+        for name in (f"{p}_LLM_{s}" for p in ("MCP", prefix) for s in LLM_SUFFIXES):
+            monkeypatch.delenv(name, raising=False)
+        return monkeypatch
+
+    @pytest.fixture
+    def fake(no_llm: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
+        """A loopback OpenAI-compatible endpoint, configured through the server's own variables."""
+        with FakeOpenAI(model=model, api_key=api_key) as server:
+            for name, value in server.env(prefix).items():
+                no_llm.setenv(name, value)
+            yield server
+
+    return no_llm, fake
