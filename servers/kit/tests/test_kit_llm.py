@@ -7,7 +7,7 @@ import logging
 import pytest
 from gaia_kit import ToolFailure
 from gaia_kit.fake_openai import LLM_SUFFIXES, FakeOpenAI
-from gaia_kit.llm import chat, llm_config, llm_status
+from gaia_kit.llm import chat, conversation, llm_config, llm_status, model_line
 
 pytestmark = pytest.mark.anyio
 
@@ -134,3 +134,16 @@ async def test_status_describes_the_endpoint_without_the_key(fake, clean_env):
     assert "fake-coder" in status["notes"][0] and "127.0.0.1" in status["notes"][0]
     use(clean_env, {"CODE_LLM_TIMEOUT": "soon"})
     assert "CODE_LLM_TIMEOUT must be a positive number" in llm_status("CODE")["notes"][0]
+
+
+def test_model_line_names_the_model_or_the_missing_variables(clean_env):
+    assert model_line("THINK").startswith("No model configured: set THINK_LLM_BASE_URL (or MCP_LLM_BASE_URL)")
+    use(clean_env, {"MCP_LLM_BASE_URL": "http://127.0.0.1:9/v1", "THINK_LLM_MODEL_NAME": "thinker"})
+    assert model_line("THINK") == "Model: thinker."
+
+
+def test_conversation_is_system_then_user():
+    assert conversation("Be brief.", "Hi?") == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Hi?"},
+    ]

@@ -10,7 +10,7 @@ import time
 from typing import Annotated, Literal
 
 from gaia_kit import KitServer, ToolFailure, atomic_write, run, session_of
-from gaia_kit.llm import chat, llm_config, llm_status
+from gaia_kit.llm import chat, conversation, llm_status, model_line
 from gaia_kit.sandbox import run_sandboxed, sandbox_status
 from mcp.server.mcpserver import Context
 from pydantic import Field
@@ -93,10 +93,9 @@ async def generate_python_code(
     session = session_of(ctx)
     target = session.paths.resolve(save_to_file_path, write=True) if save_to_file_path else None
     started = time.monotonic()
-    messages = [
-        {"role": "system", "content": f"{SYSTEM} {STYLES[code_style]}"},
-        {"role": "user", "content": _prompt(task_description, requirements, context)},
-    ]
+    messages = conversation(
+        f"{SYSTEM} {STYLES[code_style]}", _prompt(task_description, requirements, context)
+    )
     attempts = max_repairs + 1 if execute else 1
     for attempt in range(1, attempts + 1):
         left = DEADLINE_S - (time.monotonic() - started)
@@ -133,16 +132,10 @@ async def generate_python_code(
 @server.tool()
 def get_reasoning_capabilities() -> str:
     """Get information about the reasoning service capabilities."""
-    config = llm_config(PREFIX)
-    model = (
-        f"Model: {config.model}."
-        if not config.missing
-        else f"No model configured: set {', '.join(config.missing)}."
-    )
     return "\n".join(
         [
             "Python code generation (generate_python_code)",
-            model,
+            model_line(PREFIX),
             "Writes a complete Python 3.11 program for a task, runs it in a sandbox (no network, the session's "
             "files in its working directory), and on failure sends the error back for up to max_repairs fixes.",
             f"Styles: {', '.join(STYLES)}. Returns the code and its output; save_to_file_path keeps the code.",

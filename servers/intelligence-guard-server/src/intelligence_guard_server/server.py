@@ -7,7 +7,7 @@ MCP_LLM_*; GUARD_LLM_TIMEOUT bounds one call (retries included), GUARD_LLM_MAX_T
 from typing import Annotated, Literal
 
 from gaia_kit import KitServer, ToolFailure, run
-from gaia_kit.llm import chat, llm_config, llm_status
+from gaia_kit.llm import chat, conversation, llm_status, model_line
 from pydantic import Field
 
 PREFIX = "GUARD"
@@ -89,26 +89,17 @@ async def guarding_reasoning_process(
         )
     task = original_task.strip() or "(not given: judge the reasoning against the question alone)"
     prompt = f"Original task:\n{task}\n\nReasoning to review, and the question about it:\n{question.strip()}"
-    messages = [
-        {"role": "system", "content": f"{SYSTEM} {STYLES[guarding_style]}"},
-        {"role": "user", "content": prompt},
-    ]
+    messages = conversation(f"{SYSTEM} {STYLES[guarding_style]}", prompt)
     return await chat(messages, prefix=PREFIX, max_tokens=MAX_ANSWER_TOKENS, temperature=temperature)
 
 
 @server.tool()
 def get_guarding_capabilities() -> str:
     """Get information about the guarding reasoning process service capabilities."""
-    config = llm_config(PREFIX)
-    model = (
-        f"Model: {config.model}."
-        if not config.missing
-        else f"No model configured: set {', '.join(config.missing)}."
-    )
     return "\n".join(
         [
             "Reasoning review (guarding_reasoning_process)",
-            model,
+            model_line(PREFIX),
             "Finds: logical errors, unjustified assumptions, misread requirements (units, formats, wording), "
             "calculation slips, overlooked cases; suggests corrections and next steps.",
             "Cannot: read images, audio or video, or check facts retrieved from the internet; the question "

@@ -7,7 +7,7 @@ MCP_LLM_*; THINK_LLM_TIMEOUT bounds one call (retries included), THINK_LLM_MAX_T
 from typing import Annotated, Literal
 
 from gaia_kit import KitServer, ToolFailure, run
-from gaia_kit.llm import chat, llm_config, llm_status
+from gaia_kit.llm import chat, conversation, llm_status, model_line
 from pydantic import Field
 
 PREFIX = "THINK"
@@ -69,26 +69,17 @@ async def complex_problem_reasoning(
     prompt = f"Question:\n{question.strip()}"
     if original_task.strip():
         prompt = f"Original task (for context):\n{original_task.strip()}\n\n{prompt}"
-    messages = [
-        {"role": "system", "content": f"{SYSTEM} {STYLES[reasoning_style]}"},
-        {"role": "user", "content": prompt},
-    ]
+    messages = conversation(f"{SYSTEM} {STYLES[reasoning_style]}", prompt)
     return await chat(messages, prefix=PREFIX, max_tokens=MAX_ANSWER_TOKENS, temperature=temperature)
 
 
 @server.tool()
 def get_reasoning_capabilities() -> str:
     """Get information about the reasoning service capabilities."""
-    config = llm_config(PREFIX)
-    model = (
-        f"Model: {config.model}."
-        if not config.missing
-        else f"No model configured: set {', '.join(config.missing)}."
-    )
     return "\n".join(
         [
             "Complex problem reasoning (complex_problem_reasoning)",
-            model,
+            model_line(PREFIX),
             "Good at: mathematical problems and proofs, programming and algorithm challenges, logic puzzles "
             "and riddles, competition-level STEM problems, multi-step analytical reasoning.",
             "Cannot: read images, audio or video, browse the web, or see files; the question must carry "

@@ -114,6 +114,19 @@ def llm_status(prefix: str) -> dict[str, Any]:
     }
 
 
+def model_line(prefix: str) -> str:
+    """One line for a capabilities tool: the model in use, or the variables still to set."""
+    config = llm_config(prefix)
+    if config.missing:
+        return f"No model configured: set {', '.join(config.missing)}."
+    return f"Model: {config.model}."
+
+
+def conversation(system: str, prompt: str) -> list[Message]:
+    """The opening of a tool's request: its instructions as the system message, then the prompt."""
+    return [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
+
+
 async def chat(
     messages: list[Message],
     *,
