@@ -8,13 +8,12 @@ import json
 import os
 import time
 from collections import deque
-from dataclasses import replace
 from pathlib import Path
 
 from gaia_kit import KitServer, ToolFailure, atomic_write, get_settings, run, session_of
-from gaia_kit.policy import check_command, get_policy_settings
-from gaia_kit.sandbox import Limits, run_sandboxed, sandbox_status
+from gaia_kit.sandbox import sandbox_status
 from gaia_kit.session import Session
+from gaia_kit.shell import run_command
 from mcp.server.mcpserver import Context
 
 server = KitServer(
@@ -75,16 +74,7 @@ async def execute_command(command: str, ctx: Context, timeout: int = 30) -> str:
         Output of the command execution
     """
     session = session_of(ctx)
-    verdict = check_command(command)
-    if not verdict.allowed:
-        raise ToolFailure(f"Command refused: {verdict.reason}.")
-    limit = get_policy_settings().max_timeout_s
-    if timeout <= 0 or timeout > limit:
-        raise ToolFailure(f"timeout must be between 1 and {limit} seconds.")
-    limits = replace(Limits.from_settings(), wall_s=timeout)
-    result = await run_sandboxed(
-        ["bash", "-c", command], workspace=session.workspace, cwd=_cwd(session), limits=limits
-    )
+    result = await run_command(command, workspace=session.workspace, timeout=timeout, cwd=_cwd(session))
     history = histories.setdefault(session.id, deque(maxlen=200))
     history.append(f"{time.strftime('%Y-%m-%d %H:%M:%S')} [{result.status()}] {command}")
     return result.describe()

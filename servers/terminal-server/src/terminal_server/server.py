@@ -3,12 +3,12 @@
 import json
 import time
 from collections import deque
-from dataclasses import replace
 from typing import Annotated, Literal
 
-from gaia_kit import KitServer, ToolFailure, run, session_of
-from gaia_kit.policy import check_command, get_policy_settings
-from gaia_kit.sandbox import Limits, run_sandboxed, sandbox_status
+from gaia_kit import KitServer, run, session_of
+from gaia_kit.policy import get_policy_settings
+from gaia_kit.sandbox import Limits, sandbox_status
+from gaia_kit.shell import run_command
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
@@ -55,14 +55,7 @@ async def execute_command(
         - Example (Execute code from a file): `python my_script.py`
     """
     session = session_of(ctx)
-    verdict = check_command(command)
-    if not verdict.allowed:
-        raise ToolFailure(f"Command refused: {verdict.reason}.")
-    limit = get_policy_settings().max_timeout_s
-    if timeout <= 0 or timeout > limit:
-        raise ToolFailure(f"timeout must be between 1 and {limit} seconds.")
-    limits = replace(Limits.from_settings(), wall_s=timeout)
-    result = await run_sandboxed(["bash", "-c", command], workspace=session.workspace, limits=limits)
+    result = await run_command(command, workspace=session.workspace, timeout=timeout)
     entry = {
         "command": command,
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S"),
