@@ -62,6 +62,19 @@ def _rows(row: int | None, rows: list[int] | None, count: int, *, allow_end: boo
     return sorted(set(chosen))
 
 
+def _replace_in_rows(lines: list[str], chosen: list[int], old: str, new: str) -> int:
+    """Replace `old` by `new` in the chosen rows, in place; how many occurrences there were."""
+    hits = sum(lines[i].count(old) for i in chosen)
+    for i in chosen:
+        lines[i] = lines[i].replace(old, new)
+    return hits
+
+
+def _save(target: Path, lines: list[str], message: str) -> str:
+    atomic_write(target, "".join(lines))
+    return f"{message} of {target}"
+
+
 @server.tool()
 async def execute_command(command: str, ctx: Context, timeout: int = 30) -> str:
     """Execute terminal command and return results
@@ -232,8 +245,7 @@ def insert_file_content(
         lines[-1] += "\n"
     for index in reversed(chosen):
         lines.insert(index, piece)
-    atomic_write(target, "".join(lines))
-    return f"Inserted content at row(s) {chosen} of {target}"
+    return _save(target, lines, f"Inserted content at row(s) {chosen}")
 
 
 @server.tool()
@@ -264,15 +276,12 @@ def delete_file_content(
     lines = _lines(target)
     chosen = _rows(row, rows, len(lines)) or list(range(len(lines)))
     if substring:
-        hits = sum(lines[i].count(substring) for i in chosen)
-        for i in chosen:
-            lines[i] = lines[i].replace(substring, "")
+        hits = _replace_in_rows(lines, chosen, substring, "")
         message = f"Deleted {hits} occurrence(s) of the substring in row(s) {chosen}"
     else:
         lines = [line for i, line in enumerate(lines) if i not in set(chosen)]
         message = f"Deleted row(s) {chosen}"
-    atomic_write(target, "".join(lines))
-    return f"{message} of {target}"
+    return _save(target, lines, message)
 
 
 @server.tool()
@@ -303,19 +312,16 @@ def update_file_content(
         raise ToolFailure("Pass row or rows to replace, or substring to replace within every row.")
     chosen = chosen or list(range(len(lines)))
     if substring:
-        hits = sum(lines[i].count(substring) for i in chosen)
-        if not hits:
+        hits = _replace_in_rows(lines, chosen, substring, content)
+        if not hits:  # nothing was replaced, and nothing is written
             raise ToolFailure(f"The substring was not found in row(s) {chosen}; nothing was changed.")
-        for i in chosen:
-            lines[i] = lines[i].replace(substring, content)
         message = f"Replaced {hits} occurrence(s) in row(s) {chosen}"
     else:
         for i in chosen:
             ending = "\n" if lines[i].endswith("\n") else ""
             lines[i] = content.rstrip("\n") + ending
         message = f"Updated row(s) {chosen}"
-    atomic_write(target, "".join(lines))
-    return f"{message} of {target}"
+    return _save(target, lines, message)
 
 
 def main() -> None:
