@@ -8,7 +8,6 @@ python-docx has no API for; they are read from their XML directly.
 from __future__ import annotations
 
 import re
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +19,8 @@ from docx.table import Table
 from docx.text.hyperlink import Hyperlink
 from docx.text.paragraph import Paragraph
 from docx.text.run import Run
-from gaia_kit import PathGuard, ToolFailure, atomic_write
+from gaia_kit import PathGuard
+from gaia_kit.office import ImageFolder, core_properties, open_package
 from lxml import etree
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
@@ -51,44 +51,9 @@ class Extraction:
 
 def open_document(path: Path, raw: str) -> Document:
     """The document, or a ToolFailure naming the file and what is wrong with it."""
-    if not zipfile.is_zipfile(path):
-        raise ToolFailure(f"{raw} is not a Word document: {describe_bytes(path)}.")
-    with zipfile.ZipFile(path) as archive:
-        names = set(archive.namelist())
-    if "word/document.xml" not in names:
-        raise ToolFailure(
-            f"{raw} is a ZIP archive but not a Word document (it has no word/document.xml); "
-            "unpack it, or use the server for what it holds."
-        )
-    try:
-        return docx.Document(str(path))
-    except Exception as exc:
-        raise ToolFailure(f"{raw} is a damaged Word document and cannot be read ({exc}).") from None
-
-
-def describe_bytes(path: Path) -> str:
-    """What a file that is not the expected format seems to be, from its first bytes."""
-    with open(path, "rb") as handle:
-        head = handle.read(4096)
-    if not head:
-        return "the file is empty"
-    if head.startswith(b"\xd0\xcf\x11\xe0"):
-        if "EncryptedPackage".encode("utf-16-le") in _ole_directory(path):
-            return "it is password-protected (an encrypted Office file); save an unprotected copy first"
-        return "it is a legacy Office (OLE) file"
-    if head.startswith(b"%PDF"):
-        return "it is a PDF; use the documents-pdf-server"
-    if head.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html")):
-        return "it is an HTML page (perhaps an error page saved under this name)"
-    if head.startswith(b"PK"):
-        return "it is a damaged or truncated ZIP archive"
-    return f"it starts with {head[:16]!r}, which is no known document format"
-
-
-def _ole_directory(path: Path) -> bytes:
-    # The stream names of a small OLE file sit in its first few sectors; a bounded read suffices.
-    with open(path, "rb") as handle:
-        return handle.read(1 << 20)
+    return open_package(
+        path, raw, docx.Document, kind="Word document", part="word/document.xml", short="Word document"
+    )
 
 
 def extract(
@@ -216,7 +181,7 @@ def _rows(table: Table) -> list[list[str]]:
 def _save_images(document: Document, guard: PathGuard, stem: str) -> dict[str, str]:
     """Save every image the body refers to into the workspace; rId -> displayed path."""
     saved: dict[str, str] = {}
-    folder: Path | None = None
+    folder = ImageFolder(guard, f"docx_images/{stem}")
     seen: dict[str, str] = {}
     for rel_id, rel in document.part.rels.items():
         if rel.is_external or rel.reltype != RT.IMAGE:
@@ -224,12 +189,7 @@ def _save_images(document: Document, guard: PathGuard, stem: str) -> dict[str, s
         part = rel.target_part
         name = Path(str(part.partname)).name
         if name not in seen:
-            if folder is None:
-                folder = guard.resolve(f"docx_images/{stem}", write=True)
-                folder.mkdir(parents=True, exist_ok=True)
-            target = folder / name
-            atomic_write(target, part.blob)
-            seen[name] = guard.display(target)
+            seen[name] = folder.save(name, part.blob)
         saved[rel_id] = seen[name]
     return saved
 
@@ -291,13 +251,7 @@ def _comments(document: Document) -> list[tuple[str, str]]:
 
 
 def _properties(document: Document) -> dict[str, str]:
-    core = document.core_properties
-    values = {
-        "Title": core.title,
-        "Author": core.author,
-        "Subject": core.subject,
-        "Created": core.created.isoformat() if core.created else "",
-        "Modified": core.modified.isoformat() if core.modified else "",
-        "Last modified by": core.last_modified_by,
-    }
-    return {key: str(value) for key, value in values.items() if value}
+    properties = core_properties(document.core_properties)
+    if document.core_properties.last_modified_by:
+        properties["Last modified by"] = str(document.core_properties.last_modified_by)
+    return properties

@@ -4,24 +4,9 @@ from __future__ import annotations
 
 import json
 
+from gaia_kit.markdown import markdown_table
+
 from .reading import Block, Extraction
-
-
-def markdown_table(rows: list[list[str]]) -> str:
-    if not rows:
-        return ""
-    width = max(len(row) for row in rows)
-
-    def cell(text: str) -> str:
-        return text.replace("|", "\\|").replace("\n", "<br>")
-
-    lines = []
-    for index, row in enumerate(rows):
-        padded = [cell(c) for c in row] + [""] * (width - len(row))
-        lines.append("| " + " | ".join(padded) + " |")
-        if index == 0:
-            lines.append("|" + "---|" * width)
-    return "\n".join(lines)
 
 
 def _block_markdown(block: Block) -> str:

@@ -4,20 +4,17 @@ DOCX is read with python-docx; a legacy .doc is first converted to DOCX by headl
 in a subprocess with a deadline (gaia_kit.convert). Images are saved into the session workspace.
 """
 
-import tempfile
-from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
-from gaia_kit import KitServer, ToolFailure, page, run, session_of
-from gaia_kit.convert import convert_with_libreoffice, soffice_binary
+from gaia_kit import KitServer, page, run, session_of
+from gaia_kit.args import MaxLength, OutputFormat, StartIndex
+from gaia_kit.convert import soffice_binary
+from gaia_kit.office import readable_copy
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from . import render
-from .reading import describe_bytes, extract, open_document
-
-CONVERT_TIMEOUT_S = 120
-OLE_MAGIC = b"\xd0\xcf\x11\xe0"
+from .reading import extract, open_document
 
 server = KitServer(
     "documents-docx-server",
@@ -35,10 +32,7 @@ def extract_docx_content(
         str, Field(description="Path to the DOCX/DOC document file to extract content from")
     ],
     ctx: Context,
-    output_format: Annotated[
-        Literal["markdown", "json", "text"],
-        Field(description="Output format: 'markdown' (default), 'json' or 'text'"),
-    ] = "markdown",
+    output_format: OutputFormat = "markdown",
     extract_images: Annotated[
         bool, Field(description="Whether to extract and save embedded images and media")
     ] = True,
@@ -49,13 +43,8 @@ def extract_docx_content(
     include_structure: Annotated[
         bool, Field(description="Whether to include document structure information in output")
     ] = True,
-    start_index: Annotated[
-        int, Field(ge=0, description="Character offset in the result, for reading on")
-    ] = 0,
-    max_length: Annotated[
-        int | None,
-        Field(ge=1, description="Maximum characters to return (default and ceiling: the server's cap)"),
-    ] = None,
+    start_index: StartIndex = 0,
+    max_length: MaxLength = None,
 ) -> str:
     """Extract content from DOCX/DOC documents using python-docx.
 
@@ -71,17 +60,7 @@ def extract_docx_content(
     """
     guard = session_of(ctx).paths
     path = guard.existing_file(file_path)
-    notes: list[str] = []
-    with open(path, "rb") as handle:
-        legacy = handle.read(4) == OLE_MAGIC
-    with tempfile.TemporaryDirectory(prefix="gaia-docx-") as scratch:
-        readable = path
-        if legacy:
-            problem = describe_bytes(path)
-            if "password" in problem:
-                raise ToolFailure(f"{file_path} cannot be read: {problem}.")
-            readable = convert_with_libreoffice(path, "docx", Path(scratch), CONVERT_TIMEOUT_S)
-            notes.append("Converted from legacy Word (.doc) with LibreOffice.")
+    with readable_copy(path, file_path, "docx", "legacy Word (.doc)") as (readable, notes):
         document = open_document(readable, file_path)
         result = extract(
             document, guard, path.stem,

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gaia_kit import PathGuard, ToolFailure, atomic_write
+from gaia_kit import PathGuard
+from gaia_kit.office import ImageFolder, core_properties, open_package
 from pptx import Presentation
 from pptx.enum.shapes import MSO_SHAPE_TYPE, PP_PLACEHOLDER
 from pptx.presentation import Presentation as PresentationType
@@ -41,51 +41,27 @@ class Extraction:
 
 def open_presentation(path: Path, raw: str) -> PresentationType:
     """The presentation, or a ToolFailure naming the file and what is wrong with it."""
-    if not zipfile.is_zipfile(path):
-        raise ToolFailure(f"{raw} is not a PowerPoint presentation: {describe_bytes(path)}.")
-    with zipfile.ZipFile(path) as archive:
-        names = set(archive.namelist())
-    if "ppt/presentation.xml" not in names:
-        raise ToolFailure(
-            f"{raw} is a ZIP archive but not a PowerPoint presentation (it has no ppt/presentation.xml); "
-            "unpack it, or use the server for what it holds."
-        )
-    try:
-        return Presentation(str(path))
-    except Exception as exc:
-        raise ToolFailure(f"{raw} is a damaged presentation and cannot be read ({exc}).") from None
-
-
-def describe_bytes(path: Path) -> str:
-    """What a file that is not the expected format seems to be, from its first bytes."""
-    with open(path, "rb") as handle:
-        head = handle.read(1 << 20)  # an OLE file names its streams in the first sectors
-    if not head:
-        return "the file is empty"
-    if head.startswith(b"\xd0\xcf\x11\xe0"):
-        if "EncryptedPackage".encode("utf-16-le") in head:
-            return "it is password-protected (an encrypted Office file); save an unprotected copy first"
-        return "it is a legacy Office (OLE) file"
-    if head.startswith(b"%PDF"):
-        return "it is a PDF; use the documents-pdf-server"
-    if head.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html")):
-        return "it is an HTML page (perhaps an error page saved under this name)"
-    if head.startswith(b"PK"):
-        return "it is a damaged or truncated ZIP archive"
-    return f"it starts with {head[:16]!r}, which is no known document format"
+    return open_package(
+        path,
+        raw,
+        Presentation,
+        kind="PowerPoint presentation",
+        part="ppt/presentation.xml",
+        short="presentation",
+    )
 
 
 def extract(
     presentation: PresentationType, guard: PathGuard, stem: str, *, images: bool, notes: bool
 ) -> Extraction:
-    result = Extraction(properties=_properties(presentation))
+    result = Extraction(properties=core_properties(presentation.core_properties))
     if presentation.slide_width and presentation.slide_height:
         result.size = f"{presentation.slide_width / 914400:.2f} x {presentation.slide_height / 914400:.2f} in"
-    folder: list[Path] = []  # created on the first image only
+    folder = ImageFolder(guard, f"pptx_images/{stem}")
     for number, slide in enumerate(presentation.slides, start=1):
         entry = Slide(number=number, hidden=slide._element.get("show") == "0")
         for shape in _reading_order(slide.shapes):
-            _add_shape(shape, entry, result, guard, stem, folder, images)
+            _add_shape(shape, entry, result, folder, images)
         if notes and slide.has_notes_slide:
             entry.notes = (slide.notes_slide.notes_text_frame.text or "").strip()
         result.slides.append(entry)
@@ -99,10 +75,10 @@ def _reading_order(shapes) -> list:
     return sorted(placed, key=lambda s: (s.top, s.left)) + unplaced
 
 
-def _add_shape(shape, slide: Slide, result: Extraction, guard, stem, folder, images: bool) -> None:
+def _add_shape(shape, slide: Slide, result: Extraction, folder: ImageFolder, images: bool) -> None:
     if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
         for inner in _reading_order(shape.shapes):
-            _add_shape(inner, slide, result, guard, stem, folder, images)
+            _add_shape(inner, slide, result, folder, images)
         return
     if shape.is_placeholder and shape.placeholder_format.type in _TITLES and shape.has_text_frame:
         if not slide.title:
@@ -115,7 +91,7 @@ def _add_shape(shape, slide: Slide, result: Extraction, guard, stem, folder, ima
         slide.items.append(Item("chart", lines=_chart_lines(shape.chart)))
     elif shape.shape_type == MSO_SHAPE_TYPE.PICTURE or hasattr(shape, "image"):
         if images:
-            slide.items.append(Item("image", path=_save_image(shape, slide, result, guard, stem, folder)))
+            slide.items.append(Item("image", path=_save_image(shape, slide, result, folder)))
     elif shape.has_text_frame:
         lines = [(p.level, "".join(r.text for r in p.runs).strip()) for p in shape.text_frame.paragraphs]
         lines = [(level, text) for level, text in lines if text]
@@ -138,27 +114,9 @@ def _chart_lines(chart) -> list[tuple[int, str]]:
     return lines
 
 
-def _save_image(shape, slide: Slide, result: Extraction, guard, stem, folder: list[Path]) -> str:
-    if not folder:
-        target_dir = guard.resolve(f"pptx_images/{stem}", write=True)
-        target_dir.mkdir(parents=True, exist_ok=True)
-        folder.append(target_dir)
+def _save_image(shape, slide: Slide, result: Extraction, folder: ImageFolder) -> str:
     image = shape.image
     count = sum(1 for item in slide.items if item.kind == "image") + 1
-    target = folder[0] / f"slide{slide.number}_image{count}.{image.ext}"
-    atomic_write(target, image.blob)
-    shown = guard.display(target)
+    shown = folder.save(f"slide{slide.number}_image{count}.{image.ext}", image.blob)
     result.images.append(shown)
     return shown
-
-
-def _properties(presentation: PresentationType) -> dict[str, str]:
-    core = presentation.core_properties
-    values = {
-        "Title": core.title,
-        "Author": core.author,
-        "Subject": core.subject,
-        "Created": core.created.isoformat() if core.created else "",
-        "Modified": core.modified.isoformat() if core.modified else "",
-    }
-    return {key: str(value) for key, value in values.items() if value}

@@ -4,20 +4,9 @@ from __future__ import annotations
 
 import json
 
+from gaia_kit.markdown import markdown_table
+
 from .reading import Extraction, Item, Slide
-
-
-def markdown_table(rows: list[list[str]]) -> str:
-    if not rows:
-        return ""
-    width = max(len(row) for row in rows)
-    lines = []
-    for index, row in enumerate(rows):
-        cells = [c.replace("|", "\\|").replace("\n", "<br>") for c in row] + [""] * (width - len(row))
-        lines.append("| " + " | ".join(cells) + " |")
-        if index == 0:
-            lines.append("|" + "---|" * width)
-    return "\n".join(lines)
 
 
 def structure(result: Extraction) -> dict[str, int]:

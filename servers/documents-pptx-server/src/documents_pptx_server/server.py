@@ -4,20 +4,17 @@ PPTX is read with python-pptx; a legacy .ppt is first converted to PPTX by headl
 a subprocess with a deadline (gaia_kit.convert). Images are saved into the session workspace.
 """
 
-import tempfile
-from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
-from gaia_kit import KitServer, ToolFailure, page, run, session_of
-from gaia_kit.convert import convert_with_libreoffice, soffice_binary
+from gaia_kit import KitServer, page, run, session_of
+from gaia_kit.args import MaxLength, OutputFormat, StartIndex
+from gaia_kit.convert import soffice_binary
+from gaia_kit.office import readable_copy
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from . import render
-from .reading import describe_bytes, extract, open_presentation
-
-CONVERT_TIMEOUT_S = 120
-OLE_MAGIC = b"\xd0\xcf\x11\xe0"
+from .reading import extract, open_presentation
 
 server = KitServer(
     "documents-pptx-server",
@@ -35,10 +32,7 @@ def extract_pptx_content(
         str, Field(description="Path to the PPTX/PPT presentation file to extract content from")
     ],
     ctx: Context,
-    output_format: Annotated[
-        Literal["markdown", "json", "text"],
-        Field(description="Output format: 'markdown' (default), 'json' or 'text'"),
-    ] = "markdown",
+    output_format: OutputFormat = "markdown",
     extract_images: Annotated[
         bool, Field(description="Whether to extract and save images from the presentation")
     ] = True,
@@ -46,13 +40,8 @@ def extract_pptx_content(
     include_structure: Annotated[
         bool, Field(description="Whether to include presentation structure information")
     ] = True,
-    start_index: Annotated[
-        int, Field(ge=0, description="Character offset in the result, for reading on")
-    ] = 0,
-    max_length: Annotated[
-        int | None,
-        Field(ge=1, description="Maximum characters to return (default and ceiling: the server's cap)"),
-    ] = None,
+    start_index: StartIndex = 0,
+    max_length: MaxLength = None,
 ) -> str:
     """Extract content from PPTX/PPT presentations using python-pptx.
 
@@ -68,17 +57,7 @@ def extract_pptx_content(
     """
     guard = session_of(ctx).paths
     path = guard.existing_file(file_path)
-    notes: list[str] = []
-    with open(path, "rb") as handle:
-        legacy = handle.read(4) == OLE_MAGIC
-    with tempfile.TemporaryDirectory(prefix="gaia-pptx-") as scratch:
-        readable = path
-        if legacy:
-            problem = describe_bytes(path)
-            if "password" in problem:
-                raise ToolFailure(f"{file_path} cannot be read: {problem}.")
-            readable = convert_with_libreoffice(path, "pptx", Path(scratch), CONVERT_TIMEOUT_S)
-            notes.append("Converted from legacy PowerPoint (.ppt) with LibreOffice.")
+    with readable_copy(path, file_path, "pptx", "legacy PowerPoint (.ppt)") as (readable, notes):
         presentation = open_presentation(readable, file_path)
         result = extract(presentation, guard, path.stem, images=extract_images, notes=extract_notes)
     shown = guard.display(path)
