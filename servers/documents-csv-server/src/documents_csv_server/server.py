@@ -8,9 +8,10 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 from gaia_kit import KitServer, PathGuard, ToolFailure, page, run, session_of
+from gaia_kit.args import MaxLength, OutputFormat
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
@@ -35,10 +36,7 @@ _cache_lock = threading.Lock()
 def extract_csv_content(
     file_path: Annotated[str, Field(description="Path to the CSV document file to extract content from")],
     ctx: Context,
-    output_format: Annotated[
-        Literal["markdown", "json", "text"],
-        Field(description="Output format: 'markdown' (default), 'json' or 'text'"),
-    ] = "markdown",
+    output_format: OutputFormat = "markdown",
     max_rows: Annotated[
         int | None, Field(description="Maximum number of rows to read (None for all rows)")
     ] = None,
@@ -55,10 +53,7 @@ def extract_csv_content(
     start_index: Annotated[
         int, Field(ge=0, description="Character offset in the report, for reading on")
     ] = 0,
-    max_length: Annotated[
-        int | None,
-        Field(ge=1, description="Maximum characters to return (default and ceiling: the server's cap)"),
-    ] = None,
+    max_length: MaxLength = None,
 ) -> str:
     """Extract content from CSV documents using pandas.
 

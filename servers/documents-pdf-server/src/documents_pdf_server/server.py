@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Annotated
 
 from gaia_kit import KitServer, ToolFailure, get_settings, run, session_of
+from gaia_kit.args import MaxLength
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
@@ -43,10 +44,7 @@ def convert_document_to_markdown(
     start_index: Annotated[
         int, Field(ge=0, description="Character offset in the converted text of those pages, for reading on")
     ] = 0,
-    max_length: Annotated[
-        int | None,
-        Field(ge=1, description="Maximum characters to return (default and ceiling: the server's cap)"),
-    ] = None,
+    max_length: MaxLength = None,
     password: Annotated[str | None, Field(description="Password of an encrypted PDF")] = None,
     ocr: Annotated[bool, Field(description="Read pages without a text layer with OCR (tesseract)")] = True,
 ) -> str:

@@ -24,6 +24,7 @@ from gaia_kit import (
     session_of,
     truncate,
 )
+from gaia_kit.args import MaxLength
 from gaia_kit.errors import describe_exception
 from mcp.server.mcpserver import Context
 from mcp.types import AudioContent, ImageContent
@@ -52,10 +53,6 @@ HeadLines = Annotated[
     float | None, Field(description="If provided, returns only the first N lines of the file")
 ]
 StartIndex = Annotated[int, Field(ge=0, description="Character offset to start reading from, for paging")]
-MaxLength = Annotated[
-    int | None,
-    Field(ge=1, description="Maximum characters to return (default and ceiling: the server's cap)"),
-]
 Excludes = Annotated[list[str], Field(description="Glob patterns or names of entries to skip")]
 
 
