@@ -29,7 +29,10 @@ def forget(session_id: str) -> None:
     histories.pop(session_id, None)
 
 
-Format = Literal["markdown", "json", "text"]
+# Both tools take the same output_format, so their schemas say the same thing.
+FormatArg = Annotated[
+    Literal["markdown", "json", "text"], Field(description="Output format: 'markdown', 'json', or 'text'")
+]
 
 
 @server.tool()
@@ -37,9 +40,7 @@ async def execute_command(
     command: Annotated[str, Field(description="Terminal command to execute")],
     ctx: Context,
     timeout: Annotated[int, Field(description="Command timeout in seconds (default: 30)")] = 30,
-    output_format: Annotated[
-        Format, Field(description="Output format: 'markdown', 'json', or 'text'")
-    ] = "markdown",
+    output_format: FormatArg = "markdown",
 ) -> str:
     """Execute a terminal command with safety checks and timeout controls.
 
@@ -90,9 +91,7 @@ async def execute_command(
 def get_command_history(
     ctx: Context,
     count: Annotated[int, Field(description="Number of recent commands to return (default: 10)")] = 10,
-    output_format: Annotated[
-        Format, Field(description="Output format: 'markdown', 'json', or 'text'")
-    ] = "markdown",
+    output_format: FormatArg = "markdown",
 ) -> str:
     """Retrieve recent command execution history (this session's only)."""
     entries = list(histories.get(session_of(ctx).id, ()))[-max(0, count) :] if count > 0 else []
