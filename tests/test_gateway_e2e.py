@@ -65,13 +65,24 @@ def test_curl_tools_call_is_plain_json(real_gateway: RunningGateway) -> None:
     assert "/workspace/gaia_dataset" in reply["result"]["content"][0]["text"]
 
 
+def test_readme_tools_call_example_verbatim(real_gateway: RunningGateway) -> None:
+    readme = open("README.md").read()
+    command = next(block for block in readme.split("```") if '"method": "tools/call"' in block and "curl" in block)
+    status, reply = _curl(command.strip(), real_gateway.base.rsplit(":", 1)[1])
+    assert status == 200 and reply["result"]["isError"] is False, reply
+    read = real_gateway.call("read_text_file", {"path": "notes.txt"}, headers={"X-Session-Id": "my-run-1"})
+    assert read["content"][0]["text"].startswith("hello")
+
+
 @pytest.mark.anyio
 async def test_sdk_session_keeps_one_workspace(real_gateway: RunningGateway) -> None:
     async with Client(real_gateway.url, mode="legacy") as client:
         await client.send_ping()
         tools = await client.list_tools()
         assert len(tools.tools) == served_tool_count(real_gateway)
-        written = await client.call_tool("write_file", {"path": "notes/a.txt", "content": "kept\n"})
+        written = await client.call_tool(
+            "filesystem-server__write_file", {"path": "notes/a.txt", "content": "kept\n"}
+        )
         assert not written.is_error, written
         read = await client.call_tool("read_text_file", {"path": "notes/a.txt"})
         assert read.content[0].text.startswith("kept")
@@ -122,6 +133,18 @@ def test_selection_by_header_query_and_path(real_gateway: RunningGateway) -> Non
     assert not real_gateway.call("documents-txt-server__list_supported_formats", headers=only_txt)["isError"]
 
 
+def test_an_ambiguous_bare_name_says_how_to_choose(real_gateway: RunningGateway) -> None:
+    reply = real_gateway.rpc(
+        "tools/call", {"name": "write_file", "arguments": {"path": "x", "content": "y"}}
+    ).json()
+    message = reply["error"]["message"]
+    assert reply["error"]["code"] == -32602
+    assert "filesystem-server__write_file" in message and "terminal-controller__write_file" in message
+    assert "MCP_SERVERS" in message
+    selected = {"MCP_SERVERS": "filesystem-server"}
+    assert not real_gateway.call("write_file", {"path": "x", "content": "y"}, headers=selected)["isError"]
+
+
 def test_unknown_server_id_lists_valid_ids(real_gateway: RunningGateway) -> None:
     reply = real_gateway.rpc("tools/list", headers={"MCP_SERVERS": "no-such-server"}).json()
     assert reply["error"]["code"] == -32602
@@ -136,7 +159,7 @@ def test_unknown_server_id_lists_valid_ids(real_gateway: RunningGateway) -> None
 def test_sessions_cannot_see_each_others_files(real_gateway: RunningGateway) -> None:
     alice, bob = {"X-Session-Id": "alice"}, {"X-Session-Id": "bob"}
     assert not real_gateway.call(
-        "write_file", {"path": "secret.txt", "content": "alice only"}, headers=alice
+        "filesystem-server__write_file", {"path": "secret.txt", "content": "alice only"}, headers=alice
     )["isError"]
     assert (
         "alice only"
@@ -144,7 +167,9 @@ def test_sessions_cannot_see_each_others_files(real_gateway: RunningGateway) -> 
     )
     denied = real_gateway.call("read_text_file", {"path": "secret.txt"}, headers=bob)
     assert denied["isError"]
-    listing = real_gateway.call("list_directory", {"path": "."}, headers=bob)["content"][0]["text"]
+    listing = real_gateway.call("filesystem-server__list_directory", {"path": "."}, headers=bob)["content"][
+        0
+    ]["text"]
     assert "secret.txt" not in listing
     # Bob cannot reach Alice's workspace by absolute path either.
     alice_dir = next(p for p in real_gateway.workspace_root.iterdir() if (p / "secret.txt").exists())
@@ -153,14 +178,16 @@ def test_sessions_cannot_see_each_others_files(real_gateway: RunningGateway) -> 
 
 
 def test_sessionless_calls_get_a_fresh_workspace_each_time(real_gateway: RunningGateway) -> None:
-    assert not real_gateway.call("write_file", {"path": "tmp.txt", "content": "x"})["isError"]
+    assert not real_gateway.call("filesystem-server__write_file", {"path": "tmp.txt", "content": "x"})[
+        "isError"
+    ]
     assert real_gateway.call("read_text_file", {"path": "tmp.txt"})["isError"]
     assert not any(p.name.startswith("e-") for p in real_gateway.workspace_root.iterdir())
 
 
 def test_delete_ends_session_and_removes_workspace(real_gateway: RunningGateway) -> None:
     carol = {"X-Session-Id": "carol"}
-    real_gateway.call("write_file", {"path": "c.txt", "content": "c"}, headers=carol)
+    real_gateway.call("filesystem-server__write_file", {"path": "c.txt", "content": "c"}, headers=carol)
     before = {p.name for p in real_gateway.workspace_root.iterdir()}
     reply = httpx.delete(real_gateway.url, headers=real_gateway.headers(**carol))
     assert reply.status_code == 200 and reply.json() == {"ended": True}
@@ -173,7 +200,7 @@ def test_delete_ends_session_and_removes_workspace(real_gateway: RunningGateway)
 async def test_mcp_session_delete_removes_workspace(real_gateway: RunningGateway) -> None:
     before = {p.name for p in real_gateway.workspace_root.iterdir()}
     async with Client(real_gateway.url, mode="legacy") as client:
-        await client.call_tool("write_file", {"path": "m.txt", "content": "m"})
+        await client.call_tool("filesystem-server__write_file", {"path": "m.txt", "content": "m"})
         during = {p.name for p in real_gateway.workspace_root.iterdir()}
         assert len(during - before) == 1
     time.sleep(0.5)
@@ -185,7 +212,9 @@ def test_dataset_is_readable_and_read_only(real_gateway: RunningGateway) -> None
     (real_gateway.dataset_dir / "2023" / "q.txt").write_text("dataset text\n")
     read = real_gateway.call("read_text_file", {"path": "/workspace/gaia_dataset/2023/q.txt"})
     assert "dataset text" in read["content"][0]["text"]
-    write = real_gateway.call("write_file", {"path": "/workspace/gaia_dataset/2023/q.txt", "content": "no"})
+    write = real_gateway.call(
+        "filesystem-server__write_file", {"path": "/workspace/gaia_dataset/2023/q.txt", "content": "no"}
+    )
     assert write["isError"] and "read-only" in write["content"][0]["text"]
 
 

@@ -134,6 +134,13 @@ class Gateway:
         )
         if route is not None:
             return route
+        offering = [sid for sid in selection if any(t["name"] == name for t in self.pools[sid].tools)]
+        if len(offering) > 1:
+            choices = " or ".join(catalog.qualified(sid, name) for sid in offering)
+            raise UnknownTool(
+                f"{name} is offered by several servers ({', '.join(offering)}): call {choices}, "
+                "or select one server with the MCP_SERVERS header."
+            )
         server, sep, _ = name.partition(catalog.SEPARATOR)
         if sep and server in selection and self.pools[server].state != "ready":
             raise UnknownTool(f"Server {server} is unavailable ({self.pools[server].state}); retry shortly.")
