@@ -1,0 +1,1 @@
+"""media-image-server: OCR, metadata and vision-model questions about images."""

@@ -1,0 +1,135 @@
+"""Opening an image the agent named: path guard, size limit, pixel limit, one sentence per failure.
+
+Every tool of media-image-server and image-server reads its images through `open_image`, so the
+limits and the error text are the same everywhere.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from gaia_kit import PathGuard, ToolFailure, get_settings
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+# Pillow refuses images above twice this many pixels on its own; we refuse anything above it, so a
+# small file that decodes to gigabytes (an image bomb) never gets decoded.
+MAX_PIXELS = int(os.environ.get("IMAGE_MAX_PIXELS", str(90_000_000)))
+Image.MAX_IMAGE_PIXELS = MAX_PIXELS
+
+# Extensions agents see, and the format Pillow names for them, to spot a mislabelled file.
+EXTENSION_FORMATS = {
+    ".jpg": "JPEG",
+    ".jpeg": "JPEG",
+    ".png": "PNG",
+    ".gif": "GIF",
+    ".webp": "WEBP",
+    ".bmp": "BMP",
+    ".tif": "TIFF",
+    ".tiff": "TIFF",
+}
+
+
+@dataclass
+class Opened:
+    image: Image.Image
+    path: Path
+    shown: str
+    """The path as the agent should see it."""
+    size_bytes: int
+
+    @property
+    def mislabelled(self) -> str | None:
+        """A note when the extension promises another format than the content has."""
+        expected = EXTENSION_FORMATS.get(self.path.suffix.lower())
+        if expected and self.image.format and expected != self.image.format:
+            return f"the file is named {self.path.suffix} but its content is {self.image.format}"
+        return None
+
+
+def is_url(source: str) -> bool:
+    return source.strip().lower().startswith(("http://", "https://"))
+
+
+def open_image(guard: PathGuard, source: str) -> Opened:
+    """Open a local image lazily (header only), after every check that can refuse it cheaply."""
+    if is_url(source):
+        raise ToolFailure(
+            f"{source} is a URL; this server reads local files only for now (URLs come with the kit's "
+            "HTTP client). Download the image into the workspace and pass its path."
+        )
+    raw = source.strip().removeprefix("file://")
+    path = guard.existing_file(raw)
+    shown = guard.display(path)
+    size = path.stat().st_size
+    limit = get_settings().max_read_bytes
+    if size > limit:
+        raise ToolFailure(
+            f"{shown} is {size / 2**20:.1f} MiB, over the {limit / 2**20:.0f} MiB limit for one image "
+            "(GAIA_MAX_READ_BYTES); pass a smaller or downscaled copy."
+        )
+    if size == 0:
+        raise ToolFailure(f"{shown} is empty (0 bytes); it is not an image.")
+    try:
+        image = Image.open(path)
+    except Image.DecompressionBombError:
+        raise _bomb(shown, None) from None
+    except UnidentifiedImageError:
+        with open(path, "rb") as handle:
+            head = handle.read(16)
+        raise ToolFailure(
+            f"{shown} is not an image Pillow can read (it starts with {head!r}); "
+            "check that it is a JPEG, PNG, GIF, WebP, BMP or TIFF file."
+        ) from None
+    width, height = image.size
+    if width * height > MAX_PIXELS:
+        image.close()
+        raise _bomb(shown, (width, height))
+    return Opened(image=image, path=path, shown=shown, size_bytes=size)
+
+
+def decoded(opened: Opened) -> Image.Image:
+    """The pixels of the (first) frame, upright as the camera meant them."""
+    try:
+        opened.image.load()
+        return ImageOps.exif_transpose(opened.image)
+    except Image.DecompressionBombError:
+        raise _bomb(opened.shown, opened.image.size) from None
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise ToolFailure(
+            f"{opened.shown} could not be decoded ({exc}); the file is damaged or truncated."
+        ) from None
+
+
+def flattened(image: Image.Image, mode: str = "RGB") -> Image.Image:
+    """The image on a white background in `mode`: transparency would turn into black otherwise."""
+    if image.mode in ("RGBA", "LA", "PA") or (image.mode == "P" and "transparency" in image.info):
+        rgba = image.convert("RGBA")
+        background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        image = Image.alpha_composite(background, rgba)
+    return image.convert(mode)
+
+
+def data_url(image: Image.Image, max_side: int) -> str:
+    """The image, downscaled to `max_side` at most, as a PNG (or JPEG when PNG is large) data URL."""
+    picture = flattened(image)
+    picture.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)
+    buffer = io.BytesIO()
+    picture.save(buffer, "PNG", optimize=False)
+    kind = "png"
+    if buffer.tell() > 3 * 2**20:  # a photo: JPEG is a fraction of the size and the model sees no difference
+        buffer = io.BytesIO()
+        picture.save(buffer, "JPEG", quality=90)
+        kind = "jpeg"
+    return f"data:image/{kind};base64,{base64.b64encode(buffer.getvalue()).decode('ascii')}"
+
+
+def _bomb(shown: str, size: tuple[int, int] | None) -> ToolFailure:
+    pixels = f" ({size[0]} x {size[1]} pixels)" if size else ""
+    return ToolFailure(
+        f"{shown} is too large to decode{pixels}: over the {MAX_PIXELS:,} pixel limit (IMAGE_MAX_PIXELS) "
+        "that guards against decompression bombs; pass a downscaled copy."
+    )

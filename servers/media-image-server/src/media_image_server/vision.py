@@ -1,0 +1,48 @@
+"""Questions about images, answered by an OpenAI-compatible vision model through gaia_kit.llm.
+
+The model is IMAGE_LLM_BASE_URL / IMAGE_LLM_MODEL_NAME / IMAGE_LLM_API_KEY, each falling back to
+MCP_LLM_*. Images go as data URLs in the user message's content parts (the OpenAI vision format),
+downscaled first: a vision model tiles large images down anyway, and the request stays small.
+"""
+
+from __future__ import annotations
+
+import os
+
+from gaia_kit import PathGuard, ToolFailure, run_blocking
+from gaia_kit.llm import chat
+
+from .images import data_url, decoded, open_image
+
+PREFIX = "IMAGE"
+MAX_SIDE = int(os.environ.get("IMAGE_MAX_SIDE", "2048"))
+MAX_IMAGES = 10
+MAX_ANSWER_TOKENS = 4096
+
+SYSTEM = (
+    "You are an expert at reading images: objects, people, scenes, charts, tables, diagrams, maps, "
+    "handwriting and printed text. Look carefully, reason step by step about what the image shows, "
+    "transcribe text exactly when it matters, and say plainly when something cannot be seen or read."
+)
+
+
+def _encoded(guard: PathGuard, source: str) -> str:
+    opened = open_image(guard, source)
+    with opened.image:
+        return data_url(decoded(opened), MAX_SIDE)
+
+
+async def ask(guard: PathGuard, sources: list[str], question: str) -> str:
+    """The model's answer to `question` about the images at `sources`, in that order."""
+    if not question.strip():
+        raise ToolFailure("The question is empty; say what to find out about the image.")
+    if not sources:
+        raise ToolFailure("No image given; pass at least one image path.")
+    if len(sources) > MAX_IMAGES:
+        raise ToolFailure(f"{len(sources)} images given; ask about at most {MAX_IMAGES} at a time.")
+    parts: list[dict] = [{"type": "text", "text": question.strip()}]
+    for source in sources:
+        url = await run_blocking(_encoded, guard, source)
+        parts.append({"type": "image_url", "image_url": {"url": url}})
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": parts}]
+    return await chat(messages, prefix=PREFIX, max_tokens=MAX_ANSWER_TOKENS)
