@@ -1,0 +1,211 @@
+"""A record/replay cache of HTTP responses in one SQLite file that several processes share.
+
+    cache = ResponseCache(path)
+    cache.put(key, entry)          # key: request_key(...) of the normalized request
+    cache.get(key, ttl_s=3600)     # -> CachedResponse | None
+    cache.stats(); cache.export(path); cache.import_(path); cache.clear()
+
+The key is a hash of the normalized request with secrets removed (see `request_key`), and the
+stored URL has secret query values masked, so the file can be shared without leaking API keys.
+WAL mode and a busy timeout let server replicas read and write it at the same time.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+# Query parameters and headers that carry credentials: never part of a key, never stored.
+SECRET_PARAMS = frozenset(
+    {"key", "api_key", "apikey", "access_token", "token", "auth", "password", "secret", "client_secret"}
+)
+SECRET_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key", "x-goog-api-key"}
+)
+# Headers that change what a server answers, and so belong in the key.
+KEY_HEADERS = ("accept", "accept-language", "content-type")
+MASK = "***"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    method TEXT NOT NULL,
+    url TEXT NOT NULL,
+    status INTEGER NOT NULL,
+    headers TEXT NOT NULL,
+    content BLOB NOT NULL,
+    final_url TEXT NOT NULL,
+    created REAL NOT NULL
+)
+"""
+
+
+@dataclass(frozen=True)
+class CachedResponse:
+    method: str
+    url: str
+    """The request URL, secrets masked."""
+    status: int
+    headers: dict[str, str]
+    content: bytes
+    final_url: str
+    """The URL after redirects, secrets masked."""
+    created: float
+
+
+def is_secret_header(name: str) -> bool:
+    name = name.lower()
+    return name in SECRET_HEADERS or any(word in name for word in ("token", "secret", "api-key", "apikey"))
+
+
+def masked_url(url: httpx.URL) -> str:
+    """The URL with secret query values replaced, its query sorted: what is stored and logged."""
+    pairs = sorted((k, MASK if k.lower() in SECRET_PARAMS else v) for k, v in url.params.multi_items())
+    return str(url.copy_with(params=pairs, fragment=None)) if pairs else str(url.copy_with(fragment=None))
+
+
+def request_key(method: str, url: httpx.URL, headers: httpx.Headers, body: bytes = b"") -> str:
+    """A hash of method, URL (query sorted, secret params dropped), the KEY_HEADERS and the body."""
+    pairs = sorted((k, v) for k, v in url.params.multi_items() if k.lower() not in SECRET_PARAMS)
+    normal = url.copy_with(params=pairs or None, fragment=None)
+    parts = {
+        "method": method.upper(),
+        "url": str(normal),
+        "headers": {name: headers.get(name, "") for name in KEY_HEADERS},
+        "body": hashlib.sha256(body).hexdigest(),
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+class ResponseCache:
+    """One SQLite file of recorded responses; every method opens its own connection (process-safe)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._db() as db:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute(_SCHEMA)
+
+    @contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        # A connection per operation: cheap next to an HTTP request, and safe across threads.
+        with closing(sqlite3.connect(self.path, timeout=30)) as db:
+            db.execute("PRAGMA busy_timeout=30000")
+            with db:
+                yield db
+
+    def get(self, key: str, ttl_s: float = 0) -> CachedResponse | None:
+        """The entry for `key`, or None; with ttl_s > 0, entries older than that count as missing."""
+        with self._db() as db:
+            row = db.execute(
+                "SELECT method, url, status, headers, content, final_url, created FROM responses WHERE key=?",
+                (key,),
+            ).fetchone()
+        if row is None or (ttl_s > 0 and time.time() - row[6] > ttl_s):
+            return None
+        method, url, status, headers, content, final_url, created = row
+        return CachedResponse(method, url, status, json.loads(headers), bytes(content), final_url, created)
+
+    def put(self, key: str, entry: CachedResponse) -> None:
+        with self._db() as db:
+            db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?)", _row(key, entry))
+
+    def stats(self) -> dict[str, object]:
+        with self._db() as db:
+            count, size, oldest, newest = db.execute(
+                "SELECT COUNT(*), COALESCE(SUM(LENGTH(content)), 0), MIN(created), MAX(created) FROM responses"
+            ).fetchone()
+            hosts = db.execute("SELECT url FROM responses").fetchall()
+        by_host: dict[str, int] = {}
+        for (url,) in hosts:
+            host = httpx.URL(url).host
+            by_host[host] = by_host.get(host, 0) + 1
+        return {
+            "path": str(self.path),
+            "entries": count,
+            "content_bytes": size,
+            "file_bytes": self.path.stat().st_size if self.path.exists() else 0,
+            "oldest": oldest,
+            "newest": newest,
+            "hosts": dict(sorted(by_host.items(), key=lambda item: -item[1])),
+        }
+
+    def export(self, path: str | Path) -> int:
+        """Write every entry as one JSON line (content in base64); return how many."""
+        count = 0
+        with self._db() as db, open(path, "w", encoding="utf-8") as out:
+            for row in db.execute("SELECT * FROM responses ORDER BY created, key"):
+                out.write(json.dumps(_record(row), sort_keys=True) + "\n")
+                count += 1
+        return count
+
+    def import_(self, path: str | Path) -> int:
+        """Add the entries of an export (replacing entries with the same key); return how many."""
+        with open(path, encoding="utf-8") as lines:
+            rows = [_from_record(json.loads(line)) for line in lines if line.strip()]
+        return self._put_rows(rows)
+
+    def clear(self) -> int:
+        """Remove every entry; return how many there were."""
+        with self._db() as db:
+            removed = db.execute("DELETE FROM responses").rowcount
+        with closing(sqlite3.connect(self.path, timeout=30)) as db:
+            db.execute("VACUUM")  # give the space back; outside a transaction
+        return removed
+
+    def _put_rows(self, rows: Iterable[tuple]) -> int:
+        rows = list(rows)
+        with self._db() as db:
+            db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        return len(rows)
+
+
+def _row(key: str, entry: CachedResponse) -> tuple:
+    headers = json.dumps(entry.headers, sort_keys=True)
+    return (
+        key,
+        entry.method,
+        entry.url,
+        entry.status,
+        headers,
+        entry.content,
+        entry.final_url,
+        entry.created,
+    )
+
+
+def _record(row: tuple) -> dict[str, object]:
+    key, method, url, status, headers, content, final_url, created = row
+    return {
+        "key": key,
+        "method": method,
+        "url": url,
+        "status": status,
+        "headers": json.loads(headers),
+        "content_b64": base64.b64encode(bytes(content)).decode("ascii"),
+        "final_url": final_url,
+        "created": created,
+    }
+
+
+def _from_record(record: dict) -> tuple:
+    entry = CachedResponse(
+        method=record["method"],
+        url=record["url"],
+        status=int(record["status"]),
+        headers=dict(record["headers"]),
+        content=base64.b64decode(record["content_b64"]),
+        final_url=record["final_url"],
+        created=float(record["created"]),
+    )
+    return _row(record["key"], entry)

@@ -1,0 +1,619 @@
+"""The one outbound HTTP client every server uses for URLs it did not configure itself.
+
+    async with HttpClient() as http:            # or: http = shared_http()
+        response = await http.get(url, params={"q": "x"})
+        response.status, response.headers, response.content, response.text(), response.json()
+        response.url, response.from_cache
+
+What it adds to httpx: connect/read/total timeouts; retries with exponential backoff and jitter on
+429, 5xx and connection errors, honouring Retry-After; a per-host concurrency limit (and a pause
+between requests where a site asks for one); a cap on the bytes read; a descriptive User-Agent; an
+SSRF guard; the record/replay cache of gaia_kit.cache. Every failure is a ToolFailure in one
+sentence (HttpFailure, with `.status`, for an HTTP error answer).
+
+The SSRF guard refuses loopback, private, link-local, multicast, unspecified, reserved and cloud
+metadata addresses, unless GAIA_HTTP_ALLOW lists the host or a network holding the address. It
+checks the literal host, every address DNS returns, and every redirect hop (redirects are followed
+here, not by httpx). To close the DNS-rebinding gap, the request connects to the address that was
+checked: the URL's host is replaced by that IP, with the original name in the Host header and as
+the TLS server name (so certificates are still verified against the name). Proxies from the
+environment are not used, since a proxy would resolve the name itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import ipaddress
+import json as jsonlib
+import logging
+import os
+import random
+import socket
+import time
+import weakref
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from functools import cached_property
+from http import HTTPStatus
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import charset_normalizer
+import httpx
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from .blocking import run_blocking
+from .cache import SECRET_PARAMS, CachedResponse, ResponseCache, is_secret_header, masked_url, request_key
+from .errors import ToolFailure
+
+logger = logging.getLogger("gaia_kit.http")
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+CacheMode = Literal["off", "read-write", "replay"]
+
+REDIRECTS = {301, 302, 303, 307, 308}
+IDEMPOTENT = {"GET", "HEAD", "OPTIONS", "PUT", "DELETE"}
+METADATA_HOSTS = {"metadata.google.internal", "metadata.goog", "metadata"}
+METADATA_ADDRESSES = {
+    ipaddress.ip_address("169.254.169.254"),  # AWS, GCP, Azure, OpenStack
+    ipaddress.ip_address("fd00:ec2::254"),  # AWS over IPv6
+    ipaddress.ip_address("100.100.100.200"),  # Alibaba Cloud
+}
+NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# Headers dropped from what callers see and what is stored: the body is already decoded, and
+# cookies are per-client state that must not travel through a shared cache.
+DROPPED_HEADERS = {"content-encoding", "content-length", "transfer-encoding", "set-cookie", "connection"}
+
+
+def _default_cache_path() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "gaia-env" / "http-cache.sqlite"
+
+
+class HttpSettings(BaseSettings):
+    """GAIA_HTTP_* variables; see docs/configuration.md, "Outbound HTTP"."""
+
+    model_config = SettingsConfigDict(env_prefix="GAIA_HTTP_", extra="ignore")
+
+    connect_timeout_s: float = 10.0
+    read_timeout_s: float = 30.0
+    """Longest silence while waiting for the answer or the next chunk of it."""
+    total_timeout_s: float = 120.0
+    """Deadline for one call, retries and redirects included."""
+    retries: int = 3
+    backoff_base_s: float = 0.5
+    max_retry_after_s: float = 60.0
+    """A Retry-After longer than this fails the call at once instead of waiting."""
+    max_redirects: int = 5
+    max_bytes: int = 50 * 1024 * 1024
+    per_host_limit: int = 8
+    host_limits: str = "*.wikipedia.org=1,*.wikimedia.org=1,*.wiktionary.org=1,export.arxiv.org=1"
+    """Concurrent requests per process for these hosts (`*.` matches subdomains, which share one limit)."""
+    host_intervals: str = "export.arxiv.org=3"
+    """Seconds between the starts of two requests to these hosts (arXiv asks for 3)."""
+    allow: str = ""
+    """Hosts, addresses and CIDRs the SSRF guard lets through, comma-separated."""
+    contact: str = ""
+    """A URL or e-mail address put in the User-Agent, as Wikimedia's policy asks."""
+    cache_mode: CacheMode = "read-write"
+    cache_path: Path = Field(default_factory=_default_cache_path)
+    cache_ttl_s: float = 7 * 24 * 3600
+    """Age after which read-write mode fetches again; 0 keeps entries forever. Replay ignores it."""
+
+
+@dataclass(frozen=True)
+class HttpResponse:
+    status: int
+    headers: dict[str, str]
+    """Lower-case names; the body is already decoded, so no content-encoding or content-length."""
+    content: bytes
+    url: str
+    """The URL after redirects, with secret query values masked."""
+    from_cache: bool = False
+
+    def text(self) -> str:
+        charset = httpx.Headers(self.headers).get("content-type", "").partition("charset=")[2]
+        charset = charset.split(";")[0].strip().strip('"')
+        if charset:
+            try:
+                return self.content.decode(charset, errors="replace")
+            except LookupError:
+                pass
+        best = charset_normalizer.from_bytes(self.content).best()
+        return str(best) if best is not None else self.content.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        try:
+            return jsonlib.loads(self.content)
+        except ValueError:
+            host = httpx.URL(self.url).host
+            raise ToolFailure(f"{host} answered with something other than JSON; check the URL.") from None
+
+
+class HttpFailure(ToolFailure):
+    """An HTTP error answer (4xx, or 5xx after the retries), with its status for callers that care."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+
+
+def user_agent(contact: str = "") -> str:
+    try:
+        version = metadata.version("gaia-kit")
+    except metadata.PackageNotFoundError:
+        version = "0"
+    about = f"+{contact}" if contact else "MCP tool environment for LLM agents"
+    return f"gaia-env/{version} ({about})"
+
+
+# ---- the SSRF guard ----------------------------------------------------------------------------
+
+
+def literal_ip(host: str) -> IPAddress | None:
+    """The address a host names literally, including legacy IPv4 forms (2130706433, 0177.1, 0x7f.1)."""
+    host = host.strip("[]").split("%")[0]
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    # inet_aton accepts what C resolvers accept; a name such as "1e100.net" does not parse.
+    if host[:1].isdigit() and all(c in "0123456789abcdefxABCDEFX." for c in host):
+        try:
+            return ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:
+            return None
+    return None
+
+
+def _embedded_ipv4(ip: IPAddress) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one carries (mapped, 6to4, Teredo, NAT64), which is what is reached."""
+    if not isinstance(ip, ipaddress.IPv6Address):
+        return None
+    if ip.ipv4_mapped or ip.sixtofour:
+        return ip.ipv4_mapped or ip.sixtofour
+    if ip.teredo:
+        return ip.teredo[1]
+    if ip in NAT64:
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return None
+
+
+def refusal(ip: IPAddress) -> str | None:
+    """Why the guard refuses this address ("a loopback address"), or None for a public one."""
+    inner = _embedded_ipv4(ip)
+    if inner is not None:
+        return refusal(inner)
+    checks = (
+        (ip in METADATA_ADDRESSES, "a cloud metadata address"),
+        (ip.is_loopback, "a loopback address"),
+        (ip.is_unspecified, "the unspecified address"),
+        (ip.is_link_local, "a link-local address"),
+        (ip.is_multicast, "a multicast address"),
+        (ip.is_private, "a private address"),
+        (ip.is_reserved, "a reserved address"),
+        (not ip.is_global, "a non-public address"),
+    )
+    return next((why for refused, why in checks if refused), None)
+
+
+class AllowList:
+    """GAIA_HTTP_ALLOW: host names (`*.` for subdomains), addresses and CIDRs."""
+
+    def __init__(self, text: str):
+        self.names: set[str] = set()
+        self.networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
+        for entry in (part.strip().lower() for part in text.split(",")):
+            if not entry:
+                continue
+            try:
+                self.networks.append(ipaddress.ip_network(entry.strip("[]"), strict=False))
+            except ValueError:
+                self.names.add(entry.rstrip("."))
+
+    def has_host(self, host: str) -> bool:
+        host = host.lower().rstrip(".")
+        return host in self.names or any(
+            name.startswith("*.") and host.endswith(name[1:]) for name in self.names
+        )
+
+    def has_ip(self, ip: IPAddress) -> bool:
+        candidates = [ip, _embedded_ipv4(ip)]
+        return any(
+            c is not None and c.version == n.version and c in n for c in candidates for n in self.networks
+        )
+
+
+def _refused(host: str, what: str) -> ToolFailure:
+    return ToolFailure(
+        f"Refused to fetch from {host}: it is {what}, and only public addresses are fetched; "
+        f"an operator can allow it by adding the host or its network to GAIA_HTTP_ALLOW."
+    )
+
+
+def check_literal(host: str, allow: AllowList) -> None:
+    """The checks that need no DNS: metadata names and literal addresses."""
+    name = host.lower().rstrip(".")
+    if allow.has_host(name):
+        return
+    if name in METADATA_HOSTS:
+        raise _refused(host, "a cloud metadata host")
+    ip = literal_ip(name)
+    if ip is not None and not allow.has_ip(ip) and (why := refusal(ip)):
+        raise _refused(host, why)
+
+
+async def resolve_checked(host: str, port: int, allow: AllowList) -> IPAddress:
+    """The address to connect to: every address the name resolves to must pass the guard."""
+    check_literal(host, allow)
+    ip = literal_ip(host)
+    if ip is not None:
+        return ip
+    try:
+        infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ToolFailure(f"Cannot resolve the host {host} ({exc}); check the URL.") from None
+    addresses = list(dict.fromkeys(ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos))
+    if not allow.has_host(host):
+        for address in addresses:
+            if not allow.has_ip(address) and (why := refusal(address)):
+                raise _refused(host, f"resolving to {address}, {why}")
+    return addresses[0]
+
+
+# ---- the client --------------------------------------------------------------------------------
+
+
+def _pairs(text: str) -> dict[str, float]:
+    pairs = (part.split("=", 1) for part in text.split(",") if "=" in part)
+    return {name.strip().lower(): float(value) for name, value in pairs}
+
+
+def _retry_after(headers: httpx.Headers) -> float | None:
+    """Seconds the server asks to wait: Retry-After in seconds or as an HTTP date."""
+    value = headers.get("retry-after", "").strip()
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+def _where(url: httpx.URL) -> str:
+    return f"{url.host}:{url.port}" if url.port else url.host
+
+
+@dataclass
+class _Answer:
+    status: int
+    headers: httpx.Headers
+    content: bytes
+
+
+class HttpClient:
+    """Timeouts, retries, per-host limits, size cap, SSRF guard and cache around one httpx client."""
+
+    def __init__(self, settings: HttpSettings | None = None):
+        self.settings = settings or HttpSettings()
+        self.allow = AllowList(self.settings.allow)
+        self.user_agent = user_agent(self.settings.contact)
+        timeout = httpx.Timeout(self.settings.read_timeout_s, connect=self.settings.connect_timeout_s)
+        # trust_env=False: an environment proxy would resolve names itself, past the guard.
+        self._client = httpx.AsyncClient(timeout=timeout, trust_env=False, follow_redirects=False)
+        self._limits = _pairs(self.settings.host_limits)
+        self._intervals = _pairs(self.settings.host_intervals)
+        self._limiters: dict[str, anyio.CapacityLimiter] = {}
+        self._next_start: dict[str, float] = {}
+
+    async def __aenter__(self) -> HttpClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    @cached_property
+    def cache(self) -> ResponseCache:
+        return ResponseCache(self.settings.cache_path)
+
+    async def get(self, url: str, **kwargs: Any) -> HttpResponse:
+        return await self.request("GET", url, **kwargs)
+
+    async def post(self, url: str, **kwargs: Any) -> HttpResponse:
+        return await self.request("POST", url, **kwargs)
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        json: Any = None,
+        data: Mapping[str, Any] | None = None,
+        content: bytes | None = None,
+        cache: bool | None = None,
+        check: bool = True,
+        max_bytes: int | None = None,
+    ) -> HttpResponse:
+        """Send one request. `cache`: None caches GETs only; `check`: raise HttpFailure on 4xx/5xx."""
+        request = self._build(method.upper(), url, params, headers, json, data, content)
+        mode = self._cache_mode(request.method, cache)
+        key = _cache_key(request, json) if mode != "off" else ""
+        if mode != "off":
+            ttl = 0 if mode == "replay" else self.settings.cache_ttl_s
+            hit = await run_blocking(self.cache.get, key, ttl)
+            if hit is not None:
+                return self._checked(_from_cache(hit), check)
+            if mode == "replay":
+                raise ToolFailure(
+                    f"No recorded answer for {request.method} {_where(request.url)}{request.url.path} in the "
+                    f"HTTP cache {self.settings.cache_path}, and GAIA_HTTP_CACHE_MODE=replay answers only "
+                    f"from the cache; record it first with GAIA_HTTP_CACHE_MODE=read-write."
+                )
+        try:
+            with anyio.fail_after(self.settings.total_timeout_s):
+                response = await self._follow(request, max_bytes or self.settings.max_bytes)
+        except TimeoutError:
+            raise ToolFailure(
+                f"{_where(request.url)} did not finish answering within {self.settings.total_timeout_s:g} s "
+                f"(GAIA_HTTP_TOTAL_TIMEOUT_S); try again later."
+            ) from None
+        if mode == "read-write" and _storable(response.status):
+            entry = CachedResponse(
+                request.method, masked_url(request.url), response.status, response.headers,
+                response.content, response.url, time.time(),
+            )  # fmt: skip
+            await run_blocking(self.cache.put, key, entry)
+        return self._checked(response, check)
+
+    def _cache_mode(self, method: str, cache: bool | None) -> CacheMode:
+        # Replay answers every call from the cache: nothing may reach the network in an offline rerun.
+        if self.settings.cache_mode == "replay":
+            return "replay"
+        wanted = cache if cache is not None else method == "GET"
+        return self.settings.cache_mode if wanted else "off"
+
+    def _build(
+        self,
+        method: str,
+        url: str,
+        params: Mapping[str, Any] | None,
+        headers: Mapping[str, str] | None,
+        json: Any,
+        data: Mapping[str, Any] | None,
+        content: bytes | None,
+    ) -> httpx.Request:
+        try:
+            target = httpx.URL(url)
+        except (httpx.InvalidURL, TypeError) as exc:
+            raise ToolFailure(
+                f"The URL {url[:200]!r} is not valid ({exc}); pass a full http(s) URL."
+            ) from None
+        if target.scheme not in ("http", "https") or not target.host:
+            raise ToolFailure(
+                f"Only http and https URLs with a host can be fetched, not {url[:200]!r}; pass a full URL."
+            )
+        base = {"User-Agent": self.user_agent, "Accept": "*/*", "Accept-Encoding": "gzip, deflate"}
+        merged = httpx.Headers(base)
+        merged.update(headers or {})
+        return httpx.Request(
+            method, target, params=params, headers=merged, json=json, data=data, content=content
+        )
+
+    async def _follow(self, request: httpx.Request, max_bytes: int) -> HttpResponse:
+        """Follow redirects here, so that the guard sees every hop."""
+        method, url, headers, body = request.method, request.url, request.headers.copy(), request.content
+        for _ in range(self.settings.max_redirects + 1):
+            answer = await self._with_retries(method, url, headers, body, max_bytes)
+            location = answer.headers.get("location")
+            if answer.status not in REDIRECTS or not location:
+                kept = {k: v for k, v in answer.headers.items() if k not in DROPPED_HEADERS}
+                return HttpResponse(answer.status, kept, answer.content, masked_url(url))
+            target = url.join(location)
+            if target.scheme not in ("http", "https"):
+                raise ToolFailure(
+                    f"{_where(url)} redirected to a {target.scheme}: URL, which is not fetched."
+                )
+            if (target.scheme, target.host, target.port) != (url.scheme, url.host, url.port):
+                # Credentials were meant for the first host only.
+                for name in [name for name in headers if is_secret_header(name)]:
+                    del headers[name]
+            if answer.status == 303 or (answer.status in (301, 302) and method == "POST"):
+                method, body = "GET", b""
+                for name in ("content-type", "content-length"):
+                    headers.pop(name, None)
+            url = target
+        raise ToolFailure(
+            f"{_where(request.url)} redirected more than {self.settings.max_redirects} times "
+            f"(GAIA_HTTP_MAX_REDIRECTS), probably a redirect loop; check the URL."
+        )
+
+    async def _with_retries(
+        self, method: str, url: httpx.URL, headers: httpx.Headers, body: bytes, max_bytes: int
+    ) -> _Answer:
+        attempts = self.settings.retries + 1
+        for attempt in range(1, attempts + 1):
+            try:
+                answer = await self._send(method, url, headers, body, max_bytes)
+            except (
+                httpx.ConnectError,
+                httpx.ConnectTimeout,
+                httpx.ReadError,
+                httpx.RemoteProtocolError,
+            ) as exc:
+                # A request that may have reached the server is repeated only if repeating is harmless.
+                sent = not isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
+                if attempt == attempts or (sent and method not in IDEMPOTENT):
+                    raise self._transport_failure(url, exc) from None
+                await self._pause(url, attempt, None, type(exc).__name__)
+                continue
+            except httpx.TimeoutException as exc:
+                raise self._transport_failure(url, exc) from None
+            if (answer.status == 429 or answer.status >= 500) and attempt < attempts:
+                await self._pause(url, attempt, answer.headers, f"HTTP {answer.status}")
+                continue
+            return answer
+        raise AssertionError("unreachable")
+
+    async def _pause(self, url: httpx.URL, attempt: int, headers: httpx.Headers | None, reason: str) -> None:
+        """Wait before the next attempt: Retry-After when given, else exponential backoff with jitter."""
+        wait = _retry_after(headers) if headers is not None else None
+        if wait is not None and wait > self.settings.max_retry_after_s:
+            raise ToolFailure(
+                f"{_where(url)} is busy ({reason}) and asked to wait {wait:.0f} s before retrying, longer "
+                f"than GAIA_HTTP_MAX_RETRY_AFTER_S ({self.settings.max_retry_after_s:g} s); try again later."
+            )
+        if wait is None:
+            wait = self.settings.backoff_base_s * 2 ** (attempt - 1) * random.uniform(0.5, 1.0)
+        logger.warning("%s: %s, retrying in %.2f s (attempt %d)", _where(url), reason, wait, attempt)
+        await anyio.sleep(wait)
+
+    async def _send(
+        self, method: str, url: httpx.URL, headers: httpx.Headers, body: bytes, max_bytes: int
+    ) -> _Answer:
+        port = url.port or (443 if url.scheme == "https" else 80)
+        ip = await resolve_checked(url.host, port, self.allow)
+        pinned_headers = headers.copy()
+        pinned_headers["Host"] = url.netloc.decode("ascii")
+        extensions: dict[str, Any] = {}
+        if url.scheme == "https" and literal_ip(url.host) is None:
+            extensions["sni_hostname"] = url.host  # also the name the certificate is checked against
+        pinned = httpx.Request(
+            method, url.copy_with(host=str(ip)), headers=pinned_headers, content=body, extensions=extensions
+        )
+        async with self._slot(url.host):
+            # Built by hand and sent as is: the client's cookie jar never adds to it.
+            response = await self._client.send(pinned, stream=True)
+            try:
+                content = await _read_capped(response, max_bytes, url)
+            finally:
+                await response.aclose()
+        return _Answer(response.status_code, response.headers, content)
+
+    @asynccontextmanager
+    async def _slot(self, host: str) -> AsyncIterator[None]:
+        """Hold one of the host's concurrency slots, after the pause the host asks between requests."""
+        key = self._host_key(host)
+        limiter = self._limiters.get(key)
+        if limiter is None:
+            limit = self._limits.get(key, self.settings.per_host_limit)
+            limiter = self._limiters[key] = anyio.CapacityLimiter(max(1, int(limit)))
+        async with limiter:
+            interval = next((v for k, v in self._intervals.items() if _matches(host, k)), 0.0)
+            if interval:
+                now = time.monotonic()
+                start = max(now, self._next_start.get(key, 0.0))
+                self._next_start[key] = start + interval
+                await anyio.sleep(start - now)
+            yield
+
+    def _host_key(self, host: str) -> str:
+        host = host.lower().rstrip(".")
+        return next((pattern for pattern in self._limits if _matches(host, pattern)), host)
+
+    def _transport_failure(self, url: httpx.URL, exc: Exception) -> ToolFailure:
+        where = _where(url)
+        if isinstance(exc, httpx.ConnectTimeout):
+            return ToolFailure(
+                f"Could not connect to {where} within {self.settings.connect_timeout_s:g} s "
+                f"(GAIA_HTTP_CONNECT_TIMEOUT_S); the site may be down, try again later."
+            )
+        if isinstance(exc, httpx.TimeoutException):
+            return ToolFailure(
+                f"{where} stopped answering for more than {self.settings.read_timeout_s:g} s "
+                f"(GAIA_HTTP_READ_TIMEOUT_S); try again later or raise that limit."
+            )
+        if isinstance(exc, httpx.ConnectError):
+            return ToolFailure(
+                f"Could not connect to {where} ({exc or 'refused'}); check the URL or try later."
+            )
+        return ToolFailure(f"The connection to {where} failed ({type(exc).__name__}); try again later.")
+
+    def _checked(self, response: HttpResponse, check: bool) -> HttpResponse:
+        if not check or response.status < 400:
+            return response
+        url = httpx.URL(response.url)
+        status = response.status
+        try:
+            phrase = HTTPStatus(status).phrase
+        except ValueError:
+            phrase = "error"
+        where = f"{_where(url)}{url.path}"
+        if status in (401, 403):
+            hint = "access was refused; check the API key or credentials this tool uses"
+        elif status in (404, 410):
+            hint = "there is nothing at that address; check the URL"
+        elif status == 429:
+            hint = f"the site is rate-limiting after {self.settings.retries + 1} attempts; try again later"
+        elif status >= 500:
+            hint = f"the site failed on all {self.settings.retries + 1} attempts; try again later"
+        else:
+            hint = "the site refused the request; check the URL and parameters"
+        raise HttpFailure(f"{where} answered HTTP {status} ({phrase}): {hint}.", status)
+
+
+def _matches(host: str, pattern: str) -> bool:
+    return host == pattern or (pattern.startswith("*.") and host.endswith(pattern[1:]))
+
+
+def _storable(status: int) -> bool:
+    """Answers worth replaying: not a server failure, rate limit or a refusal that depends on keys."""
+    return status < 400 or (status < 500 and status not in (401, 403, 407, 408, 429))
+
+
+def _cache_key(request: httpx.Request, json: Any) -> str:
+    body = request.content
+    if isinstance(json, dict):  # some APIs take their key in the JSON body: keep it out of the key
+        kept = {k: v for k, v in json.items() if k.lower() not in SECRET_PARAMS}
+        body = jsonlib.dumps(kept, sort_keys=True).encode()
+    return request_key(request.method, request.url, request.headers, body)
+
+
+def _from_cache(entry: CachedResponse) -> HttpResponse:
+    return HttpResponse(entry.status, entry.headers, entry.content, entry.final_url, from_cache=True)
+
+
+async def _read_capped(response: httpx.Response, max_bytes: int, url: httpx.URL) -> bytes:
+    """The decoded body, aborted as soon as it passes the cap (a gzip bomb stops there too)."""
+
+    def too_large() -> ToolFailure:
+        return ToolFailure(
+            f"The answer from {_where(url)} is larger than {max_bytes:,} bytes, the cap "
+            f"(GAIA_HTTP_MAX_BYTES); fetch a smaller resource or raise the cap."
+        )
+
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > max_bytes and response.status_code not in REDIRECTS:
+        raise too_large()
+    chunks, size = [], 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > max_bytes:
+            raise too_large()
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+_shared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, HttpClient] = weakref.WeakKeyDictionary()
+
+
+def shared_http() -> HttpClient:
+    """This process's client for the running event loop (connections and per-host limits are shared)."""
+    loop = asyncio.get_running_loop()
+    client = _shared.get(loop)
+    if client is None:
+        client = _shared[loop] = HttpClient()
+    return client

@@ -1,0 +1,426 @@
+"""gaia_kit.http against a loopback fake: retries, timeouts, size cap, SSRF guard, per-host limit, cache."""
+
+from __future__ import annotations
+
+import email.utils
+import socket
+import threading
+import time
+from collections import defaultdict, deque
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+import uvicorn
+from gaia_kit import ToolFailure
+from gaia_kit.http import (
+    AllowList,
+    HttpClient,
+    HttpFailure,
+    HttpSettings,
+    _retry_after,
+    check_literal,
+    literal_ip,
+    resolve_checked,
+    shared_http,
+)
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+pytestmark = pytest.mark.anyio
+
+SECRET = "sk-live-very-secret-42"
+
+
+class FakeSite:
+    """A scripted site on 127.0.0.1: each path answers from its script (the last answer repeats)."""
+
+    def __init__(self) -> None:
+        self.scripts: dict[str, deque[tuple[int, dict[str, str], bytes, float]]] = {}
+        self.hits: defaultdict[str, int] = defaultdict(int)
+        self.headers: list[dict[str, str]] = []
+        self.active = self.peak = 0
+        self._lock = threading.Lock()
+        app = Starlette(
+            routes=[
+                Route("/huge", self._huge),
+                Route("/echo", self._echo, methods=["GET", "POST"]),
+                Route("/{path:path}", self._scripted, methods=["GET", "POST"]),
+            ]
+        )
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+        self.port = self._sock.getsockname()[1]
+        self.base = f"http://127.0.0.1:{self.port}"
+        self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
+        )
+
+    def script(self, path: str, *answers: tuple) -> None:
+        """answers: (status, headers, body, delay_s), trailing items optional."""
+        full = [(a + (200, {}, b"", 0.0)[len(a) :]) if len(a) < 4 else a for a in answers]
+        self.scripts["/" + path.lstrip("/")] = deque(full)
+
+    async def _scripted(self, request: Request) -> Response:
+        path = request.url.path
+        with self._lock:
+            self.hits[path] += 1
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+            script = self.scripts.get(path, deque([(404, {}, b"not here", 0.0)]))
+            status, headers, body, delay = script.popleft() if len(script) > 1 else script[0]
+        try:
+            await anyio.sleep(delay)
+            return Response(body, status_code=status, headers=headers)
+        finally:
+            with self._lock:
+                self.active -= 1
+
+    async def _echo(self, request: Request) -> Response:
+        self.headers.append(dict(request.headers))
+        return JSONResponse({"headers": dict(request.headers), "query": str(request.url.query)})
+
+    async def _huge(self, request: Request) -> Response:
+        async def chunks():
+            for _ in range(1000):
+                yield b"x" * 65536
+
+        return StreamingResponse(chunks())
+
+    def __enter__(self) -> FakeSite:
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            assert time.monotonic() < deadline, "the fake site did not start"
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._server.should_exit = True
+        self._thread.join(5)
+
+
+@pytest.fixture
+def site():
+    with FakeSite() as fake:
+        yield fake
+
+
+def settings(tmp_path: Path, **overrides) -> HttpSettings:
+    values = {
+        "allow": "127.0.0.1",
+        "backoff_base_s": 0.01,
+        "cache_mode": "off",
+        "cache_path": tmp_path / "http.sqlite",
+        **overrides,
+    }
+    return HttpSettings(**values)
+
+
+async def test_get_returns_status_headers_body_and_sends_a_user_agent(site, tmp_path):
+    site.script("hello", (200, {"content-type": "text/plain; charset=utf-8"}, "héllo".encode()))
+    async with HttpClient(settings(tmp_path, contact="https://example.org/contact")) as http:
+        response = await http.get(f"{site.base}/hello")
+        echoed = (await http.get(f"{site.base}/echo", params={"b": "2", "a": "1"})).json()
+    assert (response.status, response.text(), response.from_cache) == (200, "héllo", False)
+    assert response.url == f"{site.base}/hello"
+    assert echoed["headers"]["user-agent"].startswith("gaia-env/")
+    assert "+https://example.org/contact" in echoed["headers"]["user-agent"]
+    assert echoed["headers"]["host"] == f"127.0.0.1:{site.port}"
+
+
+async def test_429_with_retry_after_is_retried(site, tmp_path):
+    site.script("busy", (429, {"Retry-After": "0"}, b"slow down"), (200, {}, b"done"))
+    async with HttpClient(settings(tmp_path)) as http:
+        assert (await http.get(f"{site.base}/busy")).content == b"done"
+    assert site.hits["/busy"] == 2
+
+
+async def test_a_retry_after_beyond_the_bound_fails_at_once(site, tmp_path):
+    site.script("later", (429, {"Retry-After": "3600"}, b""))
+    async with HttpClient(settings(tmp_path)) as http:
+        with pytest.raises(ToolFailure, match="asked to wait 3600 s.*GAIA_HTTP_MAX_RETRY_AFTER_S"):
+            await http.get(f"{site.base}/later")
+    assert site.hits["/later"] == 1
+
+
+def test_retry_after_reads_seconds_and_http_dates():
+    soon = email.utils.formatdate(time.time() + 30, usegmt=True)
+    past = email.utils.formatdate(time.time() - 30, usegmt=True)
+    assert _retry_after(httpx.Headers({"Retry-After": "7"})) == 7
+    assert 25 < _retry_after(httpx.Headers({"Retry-After": soon})) <= 30
+    assert _retry_after(httpx.Headers({"Retry-After": past})) == 0
+    assert _retry_after(httpx.Headers({"Retry-After": "soon"})) is None
+
+
+async def test_503_then_200_succeeds_and_persistent_5xx_fails_with_the_status(site, tmp_path):
+    site.script("flaky", (503,), (200, {}, b"ok"))
+    site.script("down", (502,))
+    async with HttpClient(settings(tmp_path, retries=2)) as http:
+        assert (await http.get(f"{site.base}/flaky")).content == b"ok"
+        with pytest.raises(HttpFailure, match=r"answered HTTP 502 \(Bad Gateway\).*3 attempts") as info:
+            await http.get(f"{site.base}/down")
+    assert info.value.status == 502 and site.hits["/down"] == 3
+
+
+async def test_4xx_names_the_status_and_no_secret(site, tmp_path):
+    site.script("private", (401, {}, f"bad key {SECRET}".encode()))
+    async with HttpClient(settings(tmp_path)) as http:
+        with pytest.raises(HttpFailure) as info:
+            await http.get(f"{site.base}/private", params={"key": SECRET}, headers={"X-Api-Key": SECRET})
+        unchecked = await http.get(f"{site.base}/nothing", check=False)
+    assert "HTTP 401" in str(info.value) and "API key" in str(info.value)
+    assert SECRET not in str(info.value)
+    assert site.hits["/private"] == 1  # a 4xx is not retried
+    assert unchecked.status == 404
+
+
+async def test_a_slow_answer_times_out_naming_host_and_limit(site, tmp_path):
+    site.script("slow", (200, {}, b"late", 0.8))
+    async with HttpClient(settings(tmp_path, read_timeout_s=0.2)) as http:
+        with pytest.raises(
+            ToolFailure, match=rf"127\.0\.0\.1:{site.port} .*0\.2 s.*GAIA_HTTP_READ_TIMEOUT_S"
+        ):
+            await http.get(f"{site.base}/slow")
+
+
+async def test_the_total_deadline_bounds_retries(site, tmp_path):
+    site.script("stuck", (503, {"Retry-After": "1"}, b""))
+    async with HttpClient(settings(tmp_path, total_timeout_s=0.3, retries=5)) as http:
+        with pytest.raises(ToolFailure, match="within 0.3 s.*GAIA_HTTP_TOTAL_TIMEOUT_S"):
+            await http.get(f"{site.base}/stuck")
+
+
+async def test_bodies_past_the_cap_are_aborted(site, tmp_path):
+    site.script("declared", (200, {}, b"y" * 5000))
+    async with HttpClient(settings(tmp_path, max_bytes=1000)) as http:
+        with pytest.raises(ToolFailure, match="larger than 1,000 bytes.*GAIA_HTTP_MAX_BYTES"):
+            await http.get(f"{site.base}/huge")  # streamed, no length: stopped while reading
+        with pytest.raises(ToolFailure, match="larger than 1,000 bytes"):
+            await http.get(f"{site.base}/declared")
+        assert len((await http.get(f"{site.base}/declared", max_bytes=10_000)).content) == 5000
+
+
+async def test_redirects_are_followed_and_each_hop_is_guarded(site, tmp_path):
+    site.script("moved", (302, {"Location": "/target"}))
+    site.script("target", (200, {}, b"arrived"))
+    site.script("to-private", (302, {"Location": "http://10.0.0.7/admin"}))
+    site.script("to-metadata", (301, {"Location": "http://169.254.169.254/latest/meta-data/"}))
+    site.script(
+        "to-metadata-name", (307, {"Location": "http://metadata.google.internal/computeMetadata/v1/"})
+    )
+    site.script("loop", (302, {"Location": "/loop"}))
+    site.script("to-file", (302, {"Location": "file:///etc/passwd"}))
+    async with HttpClient(settings(tmp_path, max_redirects=3)) as http:
+        moved = await http.get(f"{site.base}/moved")
+        assert (moved.content, moved.url) == (b"arrived", f"{site.base}/target")
+        with pytest.raises(ToolFailure, match=r"10\.0\.0\.7.*private address.*GAIA_HTTP_ALLOW"):
+            await http.get(f"{site.base}/to-private")
+        with pytest.raises(ToolFailure, match="cloud metadata address"):
+            await http.get(f"{site.base}/to-metadata")
+        with pytest.raises(ToolFailure, match="cloud metadata host"):
+            await http.get(f"{site.base}/to-metadata-name")
+        with pytest.raises(ToolFailure, match="redirected more than 3 times"):
+            await http.get(f"{site.base}/loop")
+        with pytest.raises(ToolFailure, match="file: URL"):
+            await http.get(f"{site.base}/to-file")
+    assert site.hits["/loop"] == 4
+
+
+async def test_credentials_do_not_follow_a_redirect_to_another_host(site, tmp_path):
+    site.script("away", (302, {"Location": f"http://localhost:{site.port}/echo"}))
+    async with HttpClient(settings(tmp_path, allow="127.0.0.1,localhost")) as http:
+        await http.get(
+            f"{site.base}/away", headers={"Authorization": f"Bearer {SECRET}", "X-Api-Key": SECRET}
+        )
+    seen = site.headers[-1]
+    assert "authorization" not in seen and "x-api-key" not in seen
+    assert seen["host"] == f"localhost:{site.port}"
+
+
+async def test_the_fake_itself_is_refused_without_the_allow_list(site, tmp_path):
+    async with HttpClient(settings(tmp_path, allow="")) as http:
+        with pytest.raises(ToolFailure, match="loopback address.*GAIA_HTTP_ALLOW"):
+            await http.get(f"{site.base}/hello")
+        with pytest.raises(ToolFailure, match="loopback"):
+            await http.get(f"http://localhost:{site.port}/hello")
+        for url in ("ftp://example.org/x", "file:///etc/passwd", "http:///nohost", "not a url"):
+            with pytest.raises(ToolFailure, match="http"):
+                await http.get(url)
+    assert not site.hits
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["127.0.0.1", "2130706433", "0177.0.0.1", "0x7f.1", "127.1", "::ffff:127.0.0.1", "[::1]", "::1",
+     "0.0.0.0", "::", "10.1.2.3", "192.168.0.1", "172.16.5.4", "169.254.169.254", "fd00:ec2::254",
+     "fe80::1", "224.0.0.1", "ff02::1", "240.0.0.1", "100.64.0.1", "64:ff9b::a00:1", "2002:7f00:1::",
+     "metadata.google.internal", "METADATA.google.internal."],
+)  # fmt: skip
+def test_the_guard_refuses_literal_non_public_hosts(host):
+    with pytest.raises(ToolFailure, match="GAIA_HTTP_ALLOW"):
+        check_literal(host, AllowList(""))
+
+
+@pytest.mark.parametrize(
+    "host", ["8.8.8.8", "2001:4860:4860::8888", "::ffff:8.8.8.8", "example.org", "1e100.net"]
+)
+def test_the_guard_lets_public_literals_through(host):
+    check_literal(host, AllowList(""))
+
+
+def test_legacy_ipv4_forms_are_read_as_the_resolver_reads_them():
+    assert {str(literal_ip(h)) for h in ("2130706433", "0177.0.0.1", "0x7f.1", "127.1")} == {"127.0.0.1"}
+    assert literal_ip("example.org") is None
+
+
+def test_the_allow_list_takes_hosts_addresses_and_networks():
+    allow = AllowList("127.0.0.1, 10.0.0.0/8, *.corp.example, [::1]")
+    check_literal("127.0.0.1", allow)
+    check_literal("10.9.8.7", allow)
+    check_literal("::ffff:10.0.0.1", allow)  # the IPv4 it reaches is allowed
+    check_literal("::1", allow)
+    check_literal("wiki.corp.example", allow)
+    for host in ("127.0.0.2", "192.168.1.1", "169.254.169.254"):
+        with pytest.raises(ToolFailure):
+            check_literal(host, allow)
+
+
+async def test_names_are_checked_after_resolution():
+    with pytest.raises(ToolFailure, match="resolving to 127.0.0.1, a loopback address"):
+        await resolve_checked("localhost", 80, AllowList(""))
+    assert str(await resolve_checked("localhost", 80, AllowList("localhost"))) in {"127.0.0.1", "::1"}
+    assert str(await resolve_checked("localhost", 80, AllowList("127.0.0.0/8,::1"))) in {"127.0.0.1", "::1"}
+    with pytest.raises(ToolFailure, match="Cannot resolve the host"):
+        await resolve_checked("no-such-host.invalid", 80, AllowList(""))
+
+
+async def test_the_per_host_limit_bounds_concurrency(site, tmp_path):
+    site.script("work", (200, {}, b"done", 0.1))
+    async with HttpClient(settings(tmp_path, host_limits="127.0.0.1=2")) as http:
+        async with anyio.create_task_group() as group:
+            for _ in range(6):
+                group.start_soon(http.get, f"{site.base}/work")
+    assert site.hits["/work"] == 6 and site.peak == 2
+    site.peak = 0
+    async with HttpClient(settings(tmp_path, per_host_limit=5, host_limits="")) as http:
+        async with anyio.create_task_group() as group:
+            for _ in range(5):
+                group.start_soon(http.get, f"{site.base}/work")
+    assert site.peak == 5
+
+
+async def test_a_host_interval_spaces_request_starts(site, tmp_path):
+    site.script("paced", (200, {}, b"ok"))
+    async with HttpClient(settings(tmp_path, host_intervals="127.0.0.1=0.15")) as http:
+        started = time.monotonic()
+        for _ in range(3):
+            await http.get(f"{site.base}/paced")
+    assert time.monotonic() - started >= 0.3
+
+
+async def test_connection_errors_are_retried_then_explained(tmp_path):
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]  # bound, never listening: connections are refused
+        async with HttpClient(settings(tmp_path, retries=1)) as http:
+            with pytest.raises(ToolFailure, match=rf"Could not connect to 127\.0\.0\.1:{port}"):
+                await http.get(f"http://127.0.0.1:{port}/")
+
+
+# ---- the cache, through the client --------------------------------------------------------------
+
+
+async def test_read_write_records_and_replay_answers_byte_identical_offline(site, tmp_path):
+    body = bytes(range(256)) * 10
+    site.script("search", (200, {"content-type": "application/octet-stream"}, body))
+    url = f"{site.base}/search"
+    async with HttpClient(settings(tmp_path, cache_mode="read-write")) as http:
+        first = await http.get(url, params={"q": "gaia", "key": SECRET})
+        again = await http.get(url, params={"key": "another-key", "q": "gaia"})  # keys are not in the key
+    assert (first.from_cache, again.from_cache, site.hits["/search"]) == (False, True, 1)
+    assert again.content == first.content == body
+    site.__exit__()  # offline from here on
+    async with HttpClient(settings(tmp_path, cache_mode="replay", cache_ttl_s=1e-9)) as http:
+        replayed = await http.get(url, params={"q": "gaia"})
+        assert (replayed.content, replayed.status, replayed.from_cache) == (body, 200, True)
+        assert replayed.headers == first.headers and replayed.url == first.url
+        with pytest.raises(ToolFailure, match="GAIA_HTTP_CACHE_MODE=replay answers only from the cache"):
+            await http.get(url, params={"q": "other"})
+
+
+async def test_off_mode_and_posts_do_not_touch_the_cache(site, tmp_path):
+    site.script("q", (200, {}, b"answer"))
+    async with HttpClient(settings(tmp_path, cache_mode="off")) as http:
+        await http.get(f"{site.base}/q")
+        await http.get(f"{site.base}/q")
+    assert site.hits["/q"] == 2 and not (tmp_path / "http.sqlite").exists()
+    async with HttpClient(settings(tmp_path, cache_mode="read-write")) as http:
+        await http.post(f"{site.base}/q", json={"q": 1})
+        await http.post(f"{site.base}/q", json={"q": 1})
+        assert (await http.post(f"{site.base}/q", json={"q": 1}, cache=True)).from_cache is False
+        assert (await http.post(f"{site.base}/q", json={"q": 1}, cache=True)).from_cache is True
+        assert (await http.get(f"{site.base}/q", cache=False)).from_cache is False
+    assert site.hits["/q"] == 6
+
+
+async def test_ttl_expiry_fetches_again(site, tmp_path):
+    site.script("news", (200, {}, b"old"), (200, {}, b"new"))
+    async with HttpClient(settings(tmp_path, cache_mode="read-write", cache_ttl_s=60)) as http:
+        assert (await http.get(f"{site.base}/news")).content == b"old"
+        assert (await http.get(f"{site.base}/news")).from_cache
+        _age_every_entry(tmp_path / "http.sqlite", seconds=120)
+        fresh = await http.get(f"{site.base}/news")
+    assert (fresh.content, fresh.from_cache, site.hits["/news"]) == (b"new", False, 2)
+
+
+async def test_errors_replay_like_answers_but_failures_are_not_recorded(site, tmp_path):
+    site.script("gone", (404, {}, b"no"))
+    site.script("down", (503,))
+    async with HttpClient(settings(tmp_path, cache_mode="read-write", retries=0)) as http:
+        for _ in range(2):
+            with pytest.raises(HttpFailure, match="HTTP 404"):
+                await http.get(f"{site.base}/gone")
+            with pytest.raises(HttpFailure, match="HTTP 503"):
+                await http.get(f"{site.base}/down")
+    assert (site.hits["/gone"], site.hits["/down"]) == (1, 2)
+
+
+async def test_no_secret_reaches_the_cache_file(site, tmp_path):
+    site.script("api", (200, {"set-cookie": f"session={SECRET}"}, b"result"))
+    async with HttpClient(settings(tmp_path, cache_mode="read-write")) as http:
+        await http.get(
+            f"{site.base}/api",
+            params={"q": "x", "api_key": SECRET},
+            headers={"Authorization": f"Bearer {SECRET}", "X-Api-Key": SECRET, "Cookie": f"c={SECRET}"},
+        )
+        export = tmp_path / "export.jsonl"
+        http.cache.export(export)
+    stored = b"".join(p.read_bytes() for p in tmp_path.glob("http.sqlite*"))
+    assert b"result" in stored and SECRET.encode() not in stored
+    assert SECRET not in export.read_text() and "api_key=%2A%2A%2A" in export.read_text()
+
+
+async def test_a_key_in_a_json_body_is_not_part_of_the_cache_key(site, tmp_path):
+    site.script("search", (200, {}, b"hits"))
+    async with HttpClient(settings(tmp_path, cache_mode="read-write")) as http:
+        first = await http.post(f"{site.base}/search", json={"query": "x", "api_key": SECRET}, cache=True)
+        second = await http.post(f"{site.base}/search", json={"api_key": "other", "query": "x"}, cache=True)
+        other = await http.post(f"{site.base}/search", json={"query": "y", "api_key": SECRET}, cache=True)
+    assert (first.from_cache, second.from_cache, other.from_cache) == (False, True, False)
+
+
+def _age_every_entry(path: Path, seconds: float) -> None:
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE responses SET created = created - ?", (seconds,))
+
+
+async def test_shared_http_is_one_client_per_event_loop():
+    assert shared_http() is shared_http()
+    await shared_http().aclose()
