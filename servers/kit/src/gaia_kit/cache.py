@@ -101,6 +101,8 @@ class ResponseCache:
         # A connection per operation: cheap next to an HTTP request, and safe across threads.
         with closing(sqlite3.connect(self.path, timeout=30)) as db:
             db.execute("PRAGMA busy_timeout=30000")
+            # With WAL, NORMAL never corrupts the file; a power cut may lose the last few entries.
+            db.execute("PRAGMA synchronous=NORMAL")
             with db:
                 yield db
 

@@ -1,0 +1,94 @@
+"""gaia_kit.cache on its own: keys, TTL, stats, export/import, clear, two processes on one file."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+
+import httpx
+from gaia_kit.cache import CachedResponse, ResponseCache, masked_url, request_key
+
+
+def entry(url: str, content: bytes = b"body", created: float | None = None) -> CachedResponse:
+    return CachedResponse(
+        "GET",
+        url,
+        200,
+        {"content-type": "text/plain"},
+        content,
+        url,
+        time.time() if created is None else created,
+    )
+
+
+def key(url: str, **headers: str) -> str:
+    return request_key("GET", httpx.URL(url), httpx.Headers(headers))
+
+
+def test_keys_normalize_the_query_and_ignore_secrets():
+    base = key("https://api.example.org/search?q=a&lang=en")
+    assert key("https://API.example.org:443/search?lang=en&q=a") == base
+    assert key("https://api.example.org/search?q=a&lang=en&key=s3cret") == base
+    assert key("https://api.example.org/search?q=a&lang=en", authorization="Bearer x") == base
+    assert key("https://api.example.org/search?q=b&lang=en") != base
+    assert key("https://api.example.org/search?q=a&lang=en", accept="application/json") != base
+    post = request_key("POST", httpx.URL("https://api.example.org/search"), httpx.Headers(), b'{"q": 1}')
+    assert post != request_key(
+        "POST", httpx.URL("https://api.example.org/search"), httpx.Headers(), b'{"q": 2}'
+    )
+    assert masked_url(httpx.URL("https://x.org/p?z=1&key=s3cret#frag")) == "https://x.org/p?key=%2A%2A%2A&z=1"
+
+
+def test_get_put_and_ttl(tmp_path):
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    cache.put("k1", entry("https://a.org/1", b"\x00\xffbytes"))
+    cache.put("k2", entry("https://a.org/2", created=time.time() - 100))
+    assert cache.get("k1").content == b"\x00\xffbytes"
+    assert cache.get("k2", ttl_s=50) is None  # expired for a 50 s TTL
+    assert cache.get("k2", ttl_s=0).url == "https://a.org/2"  # 0: never expires
+    assert cache.get("missing") is None
+
+
+def test_stats_export_import_round_trip_and_clear(tmp_path):
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    originals = {f"k{n}": entry(f"https://a.org/{n}", bytes([n]) * 10) for n in range(3)}
+    originals["w"] = entry("https://en.wikipedia.org/wiki/X", b"wiki")
+    for name, value in originals.items():
+        cache.put(name, value)
+    stats = cache.stats()
+    assert (stats["entries"], stats["content_bytes"]) == (4, 34)
+    assert stats["hosts"] == {"a.org": 3, "en.wikipedia.org": 1}
+
+    dump = tmp_path / "dump.jsonl"
+    assert cache.export(dump) == 4 and len(dump.read_text().splitlines()) == 4
+    assert cache.clear() == 4 and cache.stats()["entries"] == 0
+
+    other = ResponseCache(tmp_path / "other" / "c.sqlite")
+    assert other.import_(dump) == 4
+    assert {name: other.get(name) for name in originals} == originals
+    assert other.import_(dump) == 4 and other.stats()["entries"] == 4  # importing again replaces
+
+
+def test_two_processes_share_one_cache_file(tmp_path):
+    path = tmp_path / "shared.sqlite"
+    ResponseCache(path)
+    writer = textwrap.dedent(
+        f"""
+        import time
+        from gaia_kit.cache import CachedResponse, ResponseCache
+        cache = ResponseCache({str(path)!r})
+        for n in range(200):
+            cache.put(f"child{{n}}", CachedResponse("GET", f"https://c.org/{{n}}", 200, {{}}, b"c", "", time.time()))
+        print(cache.get("parent0") is not None or "parent not seen yet")
+        """
+    )
+    child = subprocess.Popen([sys.executable, "-c", writer], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    cache = ResponseCache(path)
+    for n in range(200):
+        cache.put(f"parent{n}", entry(f"https://p.org/{n}", b"p"))
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 0, err.decode()[-2000:]
+    assert cache.stats()["entries"] == 400
+    assert cache.get("child199").url == "https://c.org/199"
