@@ -64,3 +64,14 @@ async def test_unreadable_and_outside_files_fail_in_one_sentence(call, kit_env):
     assert "Access denied" in failed(await call("extract_text_ocr", file_path="/etc/hostname"))
     assert "does not exist" in failed(await call("extract_text_ocr", file_path="missing.png"))
     assert "is a URL" in failed(await call("extract_text_ocr", file_path="https://example.com/a.png"))
+
+
+async def test_tesseract_past_its_deadline_is_stopped_and_said_so(call, kit_env, monkeypatch):
+    from media_image_server import ocr
+
+    text_image(kit_env.workspace / "slow.png", ["Some text"] * 10)
+    monkeypatch.setattr(ocr, "DEADLINE_S", 0.001)
+    message = failed(await call("extract_text_ocr", file_path="slow.png"))
+    assert "took longer than" in message and "IMAGE_OCR_TIMEOUT" in message
+    monkeypatch.setattr(ocr, "DEADLINE_S", 120.0)
+    assert "Some text" in ok(await call("extract_text_ocr", file_path="slow.png"))

@@ -10,7 +10,7 @@ import base64
 import io
 import os
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from gaia_kit import PathGuard, ToolFailure, get_settings
 from PIL import Image, ImageOps, UnidentifiedImageError
@@ -36,17 +36,19 @@ EXTENSION_FORMATS = {
 @dataclass
 class Opened:
     image: Image.Image
-    path: Path
+    name: str
+    """The file name (or the last part of a URL's path)."""
     shown: str
-    """The path as the agent should see it."""
+    """The path or URL as the agent should see it."""
     size_bytes: int
 
     @property
     def mislabelled(self) -> str | None:
         """A note when the extension promises another format than the content has."""
-        expected = EXTENSION_FORMATS.get(self.path.suffix.lower())
+        suffix = PurePosixPath(self.name).suffix.lower()
+        expected = EXTENSION_FORMATS.get(suffix)
         if expected and self.image.format and expected != self.image.format:
-            return f"the file is named {self.path.suffix} but its content is {self.image.format}"
+            return f"the file is named {suffix} but its content is {self.image.format}"
         return None
 
 
@@ -61,10 +63,20 @@ def open_image(guard: PathGuard, source: str) -> Opened:
             f"{source} is a URL; this server reads local files only for now (URLs come with the kit's "
             "HTTP client). Download the image into the workspace and pass its path."
         )
-    raw = source.strip().removeprefix("file://")
-    path = guard.existing_file(raw)
+    path = guard.existing_file(source.strip().removeprefix("file://"))
     shown = guard.display(path)
     size = path.stat().st_size
+    _check_size(shown, size)
+    return _opened(path, path.name, shown, size)
+
+
+def open_bytes(data: bytes, name: str, shown: str) -> Opened:
+    """Open an image already in memory (downloaded), with the same checks as a file."""
+    _check_size(shown, len(data))
+    return _opened(io.BytesIO(data), name, shown, len(data))
+
+
+def _check_size(shown: str, size: int) -> None:
     limit = get_settings().max_read_bytes
     if size > limit:
         raise ToolFailure(
@@ -73,13 +85,19 @@ def open_image(guard: PathGuard, source: str) -> Opened:
         )
     if size == 0:
         raise ToolFailure(f"{shown} is empty (0 bytes); it is not an image.")
+
+
+def _opened(source: Path | io.BytesIO, name: str, shown: str, size: int) -> Opened:
     try:
-        image = Image.open(path)
+        image = Image.open(source)
     except Image.DecompressionBombError:
         raise _bomb(shown, None) from None
     except UnidentifiedImageError:
-        with open(path, "rb") as handle:
-            head = handle.read(16)
+        if isinstance(source, Path):
+            with open(source, "rb") as handle:
+                head = handle.read(16)
+        else:
+            head = source.getvalue()[:16]
         raise ToolFailure(
             f"{shown} is not an image Pillow can read (it starts with {head!r}); "
             "check that it is a JPEG, PNG, GIF, WebP, BMP or TIFF file."
@@ -88,7 +106,7 @@ def open_image(guard: PathGuard, source: str) -> Opened:
     if width * height > MAX_PIXELS:
         image.close()
         raise _bomb(shown, (width, height))
-    return Opened(image=image, path=path, shown=shown, size_bytes=size)
+    return Opened(image=image, name=name, shown=shown, size_bytes=size)
 
 
 def decoded(opened: Opened) -> Image.Image:

@@ -14,7 +14,7 @@ SKIPPED_TAGS = {"MakerNote", "ExifOffset", "GPSInfo", "PrintImageMatching", "Com
 def describe(opened: Opened) -> str:
     image = opened.image
     lines = [
-        f"File: {opened.path.name}",
+        f"File: {opened.name}",
         f"Path: {opened.shown}",
         f"File size: {opened.size_bytes:,} bytes",
         f"Format: {image.format or 'unknown'}"

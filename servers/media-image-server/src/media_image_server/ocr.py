@@ -25,6 +25,7 @@ DEADLINE_S = float(os.environ.get("IMAGE_OCR_TIMEOUT", "120"))
 # Tesseract reads text best at a cap height of 20-40 px; screenshot text is often 8-12 px high.
 UPSCALE_BELOW_PIXELS = 2_500_000
 MAX_UPSCALED_SIDE = 6000
+MISSING = "OCR needs tesseract, which is not installed (apt-get install tesseract-ocr tesseract-ocr-eng)."
 LANGUAGE = re.compile(r"^[A-Za-z0-9_]+(\+[A-Za-z0-9_]+)*$")
 
 
@@ -62,6 +63,8 @@ def installed_languages() -> tuple[str, ...]:
 
 def check_language(language: str) -> str:
     """`language` as tesseract takes it ('eng', 'eng+fra'), or a sentence naming what is installed."""
+    if tesseract_binary() is None:
+        raise ToolFailure(MISSING)
     language = language.strip() or "eng"
     if not LANGUAGE.match(language):
         raise ToolFailure(f"language={language!r} is not a tesseract language code; use 'eng' or 'eng+fra'.")
@@ -100,7 +103,7 @@ def recognise(image: Image.Image, language: str, preprocess: bool, name: str) ->
     """Read the text of `image`; word boxes are in the original image's pixels."""
     binary = tesseract_binary()
     if binary is None:
-        raise ToolFailure("OCR needs tesseract, which is not installed (apt-get install tesseract-ocr).")
+        raise ToolFailure(MISSING)
     picture, scale = prepare(image) if preprocess else (flattened(image), 1.0)
     buffer = io.BytesIO()
     picture.save(buffer, "PNG", compress_level=1)  # fast: tesseract decodes it at once

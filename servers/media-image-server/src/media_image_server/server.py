@@ -47,11 +47,14 @@ def extract_text_ocr(
     language = ocr.check_language(language)
     opened = open_image(session_of(ctx).paths, file_path)
     with opened.image:
+        frames = getattr(opened.image, "n_frames", 1)
         reading = ocr.recognise(decoded(opened), language, preprocess, opened.shown)
     header = [f"File: {opened.shown}", f"Size: {opened.image.width} x {opened.image.height} pixels"]
     header.append(f"Language: {language}" + (" (preprocessed)" if preprocess else ""))
     if opened.mislabelled:
         header.append(f"Note: {opened.mislabelled}.")
+    if frames > 1:
+        header.append(f"Frames: {frames}; the first was read")
     if reading.words:
         mean = sum(w.confidence for w in reading.words) / len(reading.words)
         header.append(f"Words: {len(reading.words)}, mean confidence {mean:.0f}%")
