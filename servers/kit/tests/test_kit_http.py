@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
 import email.utils
+import ipaddress
 import socket
 import threading
 import time
@@ -10,6 +12,7 @@ from collections import defaultdict, deque
 from pathlib import Path
 
 import anyio
+import gaia_kit.http
 import httpx
 import pytest
 import uvicorn
@@ -38,7 +41,7 @@ SECRET = "sk-live-very-secret-42"
 class FakeSite:
     """A scripted site on 127.0.0.1: each path answers from its script (the last answer repeats)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: tuple[Path, Path] | None = None) -> None:
         self.scripts: dict[str, deque[tuple[int, dict[str, str], bytes, float]]] = {}
         self.hits: defaultdict[str, int] = defaultdict(int)
         self.headers: list[dict[str, str]] = []
@@ -54,8 +57,10 @@ class FakeSite:
         self._sock = socket.socket()
         self._sock.bind(("127.0.0.1", 0))
         self.port = self._sock.getsockname()[1]
-        self.base = f"http://127.0.0.1:{self.port}"
-        self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+        self.base = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
+        cert, key = tls or (None, None)
+        config = uvicorn.Config(app, log_level="warning", lifespan="off", ssl_certfile=cert, ssl_keyfile=key)
+        self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
         )
@@ -293,10 +298,35 @@ def test_the_allow_list_takes_hosts_addresses_and_networks():
 async def test_names_are_checked_after_resolution():
     with pytest.raises(ToolFailure, match="resolving to 127.0.0.1, a loopback address"):
         await resolve_checked("localhost", 80, AllowList(""))
-    assert str(await resolve_checked("localhost", 80, AllowList("localhost"))) in {"127.0.0.1", "::1"}
-    assert str(await resolve_checked("localhost", 80, AllowList("127.0.0.0/8,::1"))) in {"127.0.0.1", "::1"}
+    assert {str(ip) for ip in await resolve_checked("localhost", 80, AllowList("localhost"))} <= {
+        "127.0.0.1",
+        "::1",
+    }
+    assert await resolve_checked("localhost", 80, AllowList("127.0.0.0/8,::1"))
     with pytest.raises(ToolFailure, match="Cannot resolve the host"):
         await resolve_checked("no-such-host.invalid", 80, AllowList(""))
+
+
+async def test_the_name_is_resolved_once_and_the_checked_address_is_connected(site, tmp_path, monkeypatch):
+    answers = [["127.0.0.1"], ["10.0.0.1"]]  # a rebinding resolver: harmless first, private next
+    calls = []
+
+    async def rebinding(host: str, port: int):
+        calls.append(host)
+        return [ipaddress.ip_address(a) for a in answers[min(len(calls), 2) - 1]]
+
+    monkeypatch.setattr(gaia_kit.http, "_resolve", rebinding)
+    url = f"http://rebind.test:{site.port}/echo"  # .test never resolves: only our resolver answers
+    async with HttpClient(settings(tmp_path)) as http:
+        assert (await http.get(url)).json()["headers"]["host"] == f"rebind.test:{site.port}"
+    assert calls == ["rebind.test"]
+    async with HttpClient(settings(tmp_path)) as http:
+        with pytest.raises(ToolFailure, match=r"rebind\.test.*resolving to 10\.0\.0\.1, a private address"):
+            await http.get(url)
+    answers[1] = ["93.184.215.14", "127.0.0.2"]  # one bad address among good ones is enough to refuse
+    async with HttpClient(settings(tmp_path)) as http:
+        with pytest.raises(ToolFailure, match="127.0.0.2, a loopback address"):
+            await http.get(url)
 
 
 async def test_the_per_host_limit_bounds_concurrency(site, tmp_path):
@@ -330,6 +360,58 @@ async def test_connection_errors_are_retried_then_explained(tmp_path):
         async with HttpClient(settings(tmp_path, retries=1)) as http:
             with pytest.raises(ToolFailure, match=rf"Could not connect to 127\.0\.0\.1:{port}"):
                 await http.get(f"http://127.0.0.1:{port}/")
+
+
+def _certificates(folder: Path) -> tuple[Path, Path, Path]:
+    """A throwaway CA and a certificate it signs for the name `localhost` only: (ca, cert, key)."""
+    x509 = pytest.importorskip("cryptography.x509")
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    def issue(subject, issuer, public, signer, ca: bool, names=()):
+        now = datetime.datetime.now(datetime.UTC)
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(subject)
+            .issuer_name(issuer)
+            .public_key(public)
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        )
+        if names:
+            builder = builder.add_extension(x509.SubjectAlternativeName(list(names)), critical=False)
+        return builder.sign(signer, hashes.SHA256())
+
+    def name(text: str):
+        return x509.Name([x509.NameAttribute(x509.oid.NameOID.COMMON_NAME, text)])
+
+    ca_key, leaf_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca = issue(name("test CA"), name("test CA"), ca_key.public_key(), ca_key, ca=True)
+    leaf = issue(
+        name("localhost"), ca.subject, leaf_key.public_key(), ca_key, False, [x509.DNSName("localhost")]
+    )
+    paths = folder / "ca.pem", folder / "cert.pem", folder / "key.pem"
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(
+        leaf_key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return paths
+
+
+async def test_https_connects_to_the_checked_address_and_verifies_the_name(tmp_path):
+    ca, cert, key = _certificates(tmp_path)
+    with FakeSite(tls=(cert, key)) as tls_site:
+        async with HttpClient(settings(tmp_path, allow="localhost,127.0.0.1", ca_bundle=ca)) as http:
+            echoed = (await http.get(f"https://localhost:{tls_site.port}/echo")).json()
+            assert echoed["headers"]["host"] == f"localhost:{tls_site.port}"
+            # The certificate names localhost, not the address: verification is against the name.
+            with pytest.raises(ToolFailure, match="Could not connect.*CERTIFICATE_VERIFY_FAILED"):
+                await http.get(f"https://127.0.0.1:{tls_site.port}/echo")
 
 
 # ---- the cache, through the client --------------------------------------------------------------

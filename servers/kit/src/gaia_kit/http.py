@@ -14,10 +14,11 @@ sentence (HttpFailure, with `.status`, for an HTTP error answer).
 The SSRF guard refuses loopback, private, link-local, multicast, unspecified, reserved and cloud
 metadata addresses, unless GAIA_HTTP_ALLOW lists the host or a network holding the address. It
 checks the literal host, every address DNS returns, and every redirect hop (redirects are followed
-here, not by httpx). To close the DNS-rebinding gap, the request connects to the address that was
-checked: the URL's host is replaced by that IP, with the original name in the Host header and as
-the TLS server name (so certificates are still verified against the name). Proxies from the
-environment are not used, since a proxy would resolve the name itself.
+here, not by httpx). To close the DNS-rebinding gap, the name is resolved once, by the transport's
+network backend, and the connection goes to an address from that same answer: nothing resolves
+the name again between check and connect. Connections stay pooled per host name and TLS verifies
+certificates against the name. Proxies from the environment are not used, since a proxy would
+resolve the name itself.
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ import logging
 import os
 import random
 import socket
+import ssl
 import time
 import weakref
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -43,6 +45,7 @@ from typing import Any, Literal
 
 import anyio
 import charset_normalizer
+import httpcore
 import httpx
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -96,6 +99,8 @@ class HttpSettings(BaseSettings):
     """Concurrent requests per process for these hosts (`*.` matches subdomains, which share one limit)."""
     host_intervals: str = "export.arxiv.org=3"
     """Seconds between the starts of two requests to these hosts (arXiv asks for 3)."""
+    ca_bundle: Path | None = None
+    """PEM file of certificate authorities to trust instead of the system's (a private CA)."""
     allow: str = ""
     """Hosts, addresses and CIDRs the SSRF guard lets through, comma-separated."""
     contact: str = ""
@@ -248,22 +253,75 @@ def check_literal(host: str, allow: AllowList) -> None:
         raise _refused(host, why)
 
 
-async def resolve_checked(host: str, port: int, allow: AllowList) -> IPAddress:
-    """The address to connect to: every address the name resolves to must pass the guard."""
+async def resolve_checked(host: str, port: int, allow: AllowList) -> list[IPAddress]:
+    """The addresses to connect to: every address the name resolves to must pass the guard."""
     check_literal(host, allow)
     ip = literal_ip(host)
     if ip is not None:
-        return ip
+        return [ip]
     try:
-        infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        addresses = await _resolve(host, port)
     except (socket.gaierror, UnicodeError) as exc:
         raise ToolFailure(f"Cannot resolve the host {host} ({exc}); check the URL.") from None
-    addresses = list(dict.fromkeys(ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos))
     if not allow.has_host(host):
         for address in addresses:
             if not allow.has_ip(address) and (why := refusal(address)):
                 raise _refused(host, f"resolving to {address}, {why}")
-    return addresses[0]
+    return addresses
+
+
+async def _resolve(host: str, port: int) -> list[IPAddress]:
+    infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos))
+
+
+class GuardedBackend(httpcore.AsyncNetworkBackend):
+    """Opens connections only to addresses the guard has just checked, so DNS cannot change in between.
+
+    The pool still keys connections by host name, and TLS verifies the certificate against it.
+    """
+
+    def __init__(self, allow: AllowList):
+        self.allow = allow
+        self._inner = httpcore.AnyIOBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        addresses = await resolve_checked(host, port, self.allow)
+        for n, address in enumerate(addresses):
+            try:
+                return await self._inner.connect_tcp(
+                    str(address), port, timeout, local_address, socket_options
+                )
+            except (httpcore.ConnectError, httpcore.ConnectTimeout):
+                if n == len(addresses) - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> httpcore.AsyncNetworkStream:
+        raise ToolFailure("Unix sockets are not fetched.")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+def guarded_transport(allow: AllowList, verify: ssl.SSLContext | bool) -> httpx.AsyncHTTPTransport:
+    transport = httpx.AsyncHTTPTransport(verify=verify, trust_env=False)
+    # httpx has no parameter for the network backend; its connection pool does, so give it one.
+    transport._pool = httpcore.AsyncConnectionPool(
+        ssl_context=httpx.create_ssl_context(verify=verify, trust_env=False),
+        max_connections=100,
+        max_keepalive_connections=20,
+        keepalive_expiry=5.0,
+        network_backend=GuardedBackend(allow),
+    )
+    return transport
 
 
 # ---- the client --------------------------------------------------------------------------------
@@ -308,8 +366,16 @@ class HttpClient:
         self.allow = AllowList(self.settings.allow)
         self.user_agent = user_agent(self.settings.contact)
         timeout = httpx.Timeout(self.settings.read_timeout_s, connect=self.settings.connect_timeout_s)
+        verify = (
+            ssl.create_default_context(cafile=self.settings.ca_bundle) if self.settings.ca_bundle else True
+        )
         # trust_env=False: an environment proxy would resolve names itself, past the guard.
-        self._client = httpx.AsyncClient(timeout=timeout, trust_env=False, follow_redirects=False)
+        self._client = httpx.AsyncClient(
+            timeout=timeout,
+            transport=guarded_transport(self.allow, verify),
+            trust_env=False,
+            follow_redirects=False,
+        )
         self._limits = _pairs(self.settings.host_limits)
         self._intervals = _pairs(self.settings.host_intervals)
         self._limiters: dict[str, anyio.CapacityLimiter] = {}
@@ -416,6 +482,7 @@ class HttpClient:
     async def _follow(self, request: httpx.Request, max_bytes: int) -> HttpResponse:
         """Follow redirects here, so that the guard sees every hop."""
         method, url, headers, body = request.method, request.url, request.headers.copy(), request.content
+        del headers["host"]  # each hop's request sets its own
         for _ in range(self.settings.max_redirects + 1):
             answer = await self._with_retries(method, url, headers, body, max_bytes)
             location = answer.headers.get("location")
@@ -484,19 +551,12 @@ class HttpClient:
     async def _send(
         self, method: str, url: httpx.URL, headers: httpx.Headers, body: bytes, max_bytes: int
     ) -> _Answer:
-        port = url.port or (443 if url.scheme == "https" else 80)
-        ip = await resolve_checked(url.host, port, self.allow)
-        pinned_headers = headers.copy()
-        pinned_headers["Host"] = url.netloc.decode("ascii")
-        extensions: dict[str, Any] = {}
-        if url.scheme == "https" and literal_ip(url.host) is None:
-            extensions["sni_hostname"] = url.host  # also the name the certificate is checked against
-        pinned = httpx.Request(
-            method, url.copy_with(host=str(ip)), headers=pinned_headers, content=body, extensions=extensions
-        )
+        # Built by hand and sent as is: the client's cookie jar never adds to it. The guard runs when
+        # the transport opens a connection; the literal check here refuses before any queueing.
+        check_literal(url.host, self.allow)
+        request = httpx.Request(method, url, headers=headers, content=body)
         async with self._slot(url.host):
-            # Built by hand and sent as is: the client's cookie jar never adds to it.
-            response = await self._client.send(pinned, stream=True)
+            response = await self._client.send(request, stream=True)
             try:
                 content = await _read_capped(response, max_bytes, url)
             finally:
