@@ -66,3 +66,31 @@ async def test_without_a_model_the_error_names_the_variables(call, kit_env, no_l
     Image.new("RGB", (30, 20)).save(kit_env.workspace / "a.png")
     message = failed(await call("mcp_image_recognition", image_urls=["a.png"], question="What is it?"))
     assert "IMAGE_LLM_MODEL_NAME" in message and "MCP_LLM_BASE_URL" in message
+
+
+async def test_urls_and_paths_mix(call, kit_env, fake, tmp_path, monkeypatch):
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    root = tmp_path / "site"
+    root.mkdir()
+    Image.new("RGB", (64, 48), "yellow").save(root / "sun.jpg")
+    Image.new("RGB", (40, 30), "blue").save(kit_env.workspace / "sky.png")
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(root))
+    handler.log_message = lambda *args: None
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_port}/sun.jpg"
+    # The kit's client reads its settings when a server first uses it: allow-list the site up front.
+    monkeypatch.setenv("GAIA_HTTP_CACHE_MODE", "off")
+    monkeypatch.setenv("GAIA_HTTP_ALLOW", "127.0.0.1")
+    try:
+        fake.answer("Yellow sun, blue sky.")
+        out = ok(await call("mcp_image_recognition", image_urls=[url, "sky.png"], question="Colours?"))
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert out == "Yellow sun, blue sky."
+    parts = fake.requests[0]["messages"][-1]["content"]
+    assert [p["type"] for p in parts] == ["text", "image_url", "image_url"]

@@ -1,3 +1,8 @@
+import functools
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
+
 import pytest
 from gaia_kit.fake_openai import llm_fixtures
 from gaia_kit.testing import session_call
@@ -11,3 +16,24 @@ async def call(kit_env):
     """call(tool, **arguments) -> CallToolResult, through the MCP protocol, in session s1."""
     async with session_call(server, kit_env.workspace) as invoke:
         yield invoke
+
+
+@pytest.fixture
+def site(tmp_path, monkeypatch):
+    """A loopback web site serving tmp_path/site, allow-listed for the kit's HTTP client, no cache."""
+    root = tmp_path / "site"
+    root.mkdir()
+    handler = functools.partial(_QuietHandler, directory=str(root))
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv("GAIA_HTTP_ALLOW", "127.0.0.1")
+    monkeypatch.setenv("GAIA_HTTP_CACHE_MODE", "off")
+    yield SimpleNamespace(root=root, url=f"http://127.0.0.1:{httpd.server_port}")
+    httpd.shutdown()
+    httpd.server_close()
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # the test output has no use for access logs
+        pass

@@ -58,12 +58,22 @@ async def test_a_blank_image_says_no_text(call, kit_env):
     assert "(no text found" in ok(await call("extract_text_ocr", file_path="blank.png"))
 
 
-async def test_unreadable_and_outside_files_fail_in_one_sentence(call, kit_env):
+async def test_unreadable_and_outside_files_fail_in_one_sentence(call, kit_env, monkeypatch):
     (kit_env.workspace / "fake.png").write_text("<html>not an image</html>")
     assert "is not an image Pillow can read" in failed(await call("extract_text_ocr", file_path="fake.png"))
     assert "Access denied" in failed(await call("extract_text_ocr", file_path="/etc/hostname"))
     assert "does not exist" in failed(await call("extract_text_ocr", file_path="missing.png"))
-    assert "is a URL" in failed(await call("extract_text_ocr", file_path="https://example.com/a.png"))
+    monkeypatch.setenv("GAIA_HTTP_CACHE_MODE", "off")
+    refused = failed(await call("extract_text_ocr", file_path="http://127.0.0.1:9/a.png"))
+    assert "loopback" in refused and "GAIA_HTTP_ALLOW" in refused  # the kit's SSRF guard
+
+
+async def test_an_image_url_is_read_through_the_kit_http_client(call, site):
+    text_image(site.root / "sign.png", ["Platform 9"])
+    out = ok(await call("extract_text_ocr", file_path=f"{site.url}/sign.png"))
+    assert f"File: {site.url}/sign.png" in out and "Platform 9" in out
+    missing = failed(await call("get_image_metadata", file_path=f"{site.url}/gone.png"))
+    assert "HTTP 404" in missing and "check the URL" in missing
 
 
 async def test_tesseract_past_its_deadline_is_stopped_and_said_so(call, kit_env, monkeypatch):

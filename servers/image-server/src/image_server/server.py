@@ -16,7 +16,7 @@ from pydantic import Field
 server = KitServer(
     "image-server",
     instructions=(
-        "Answers a question about one or more images (local paths in the workspace or dataset) with a "
+        "Answers a question about one or more images (paths in the workspace or dataset, or URLs) with a "
         "vision model: description, reasoning, reading text, charts and diagrams."
     ),
 )

@@ -12,7 +12,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from gaia_kit import PathGuard, ToolFailure, get_settings
+import httpx
+from gaia_kit import PathGuard, ToolFailure, get_settings, run_blocking
+from gaia_kit.http import shared_http
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 # Pillow refuses images above twice this many pixels on its own; we refuse anything above it, so a
@@ -56,13 +58,19 @@ def is_url(source: str) -> bool:
     return source.strip().lower().startswith(("http://", "https://"))
 
 
+async def load(guard: PathGuard, source: str) -> Opened:
+    """Open the image at a local path or an http(s) URL; URLs go through the kit's HTTP client
+    (SSRF guard, size cap, retries, record/replay cache)."""
+    if not is_url(source):
+        return await run_blocking(open_image, guard, source)
+    url = source.strip()
+    response = await shared_http().get(url, max_bytes=get_settings().max_read_bytes)
+    name = PurePosixPath(httpx.URL(response.url).path).name or "image"
+    return await run_blocking(open_bytes, response.content, name, url)
+
+
 def open_image(guard: PathGuard, source: str) -> Opened:
     """Open a local image lazily (header only), after every check that can refuse it cheaply."""
-    if is_url(source):
-        raise ToolFailure(
-            f"{source} is a URL; this server reads local files only for now (URLs come with the kit's "
-            "HTTP client). Download the image into the workspace and pass its path."
-        )
     path = guard.existing_file(source.strip().removeprefix("file://"))
     shown = guard.display(path)
     size = path.stat().st_size

@@ -12,6 +12,11 @@ SKIPPED_TAGS = {"MakerNote", "ExifOffset", "GPSInfo", "PrintImageMatching", "Com
 
 
 def describe(opened: Opened) -> str:
+    with opened.image:
+        return _describe(opened)
+
+
+def _describe(opened: Opened) -> str:
     image = opened.image
     lines = [
         f"File: {opened.name}",

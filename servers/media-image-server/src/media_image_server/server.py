@@ -6,19 +6,19 @@ image-server's mcp_image_recognition is `vision.ask` too: one implementation, tw
 
 from typing import Annotated
 
-from gaia_kit import KitServer, page, run, session_of
+from gaia_kit import KitServer, page, run, run_blocking, session_of
 from gaia_kit.args import MaxLength, StartIndex
 from gaia_kit.llm import llm_status
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from . import metadata, ocr, vision
-from .images import decoded, open_image
+from .images import Opened, decoded, load
 
 server = KitServer(
     "media-image-server",
     instructions=(
-        "Reads images in the workspace or dataset: extract_text_ocr for the text in an image (local "
+        "Reads images in the workspace, the dataset or at a URL: extract_text_ocr for the text in an image (local "
         "tesseract, no key), get_image_metadata for format, size, EXIF (camera, timestamps, GPS) and "
         "animation frames, analyze_image_ai to ask a vision model anything about an image."
     ),
@@ -26,7 +26,7 @@ server = KitServer(
 
 
 @server.tool()
-def extract_text_ocr(
+async def extract_text_ocr(
     file_path: Annotated[str, Field(description="Path to the image file for OCR")],
     ctx: Context,
     language: Annotated[str, Field(description="OCR language code (e.g., 'eng', 'spa', 'fra')")] = "eng",
@@ -44,8 +44,19 @@ def extract_text_ocr(
     Languages can be combined ('eng+fra'); preprocessing converts to grayscale, inverts dark-mode
     screenshots and upscales small text.
     """
-    language = ocr.check_language(language)
-    opened = open_image(session_of(ctx).paths, file_path)
+    language = await run_blocking(ocr.check_language, language)
+    opened = await load(session_of(ctx).paths, file_path)
+    return await run_blocking(_ocr_report, opened, language, preprocess, word_boxes, start_index, max_length)
+
+
+def _ocr_report(
+    opened: Opened,
+    language: str,
+    preprocess: bool,
+    word_boxes: bool,
+    start_index: int,
+    max_length: int | None,
+) -> str:
     with opened.image:
         frames = getattr(opened.image, "n_frames", 1)
         reading = ocr.recognise(decoded(opened), language, preprocess, opened.shown)
@@ -84,7 +95,7 @@ async def analyze_image_ai(
 
 
 @server.tool()
-def get_image_metadata(
+async def get_image_metadata(
     file_path: Annotated[str, Field(description="Path to the image file to analyze")],
     ctx: Context,
 ) -> str:
@@ -94,9 +105,8 @@ def get_image_metadata(
     dimensions, format, color mode, file size, and other technical information.
     EXIF timestamps and GPS position are given in readable form, and animated images list their frames.
     """
-    opened = open_image(session_of(ctx).paths, file_path)
-    with opened.image:
-        return metadata.describe(opened)
+    opened = await load(session_of(ctx).paths, file_path)
+    return await run_blocking(metadata.describe, opened)
 
 
 def check() -> dict:

@@ -12,7 +12,7 @@ import os
 from gaia_kit import PathGuard, ToolFailure, run_blocking
 from gaia_kit.llm import chat
 
-from .images import data_url, decoded, open_image
+from .images import Opened, data_url, decoded, load
 
 PREFIX = "IMAGE"
 MAX_SIDE = int(os.environ.get("IMAGE_MAX_SIDE", "2048"))
@@ -26,8 +26,7 @@ SYSTEM = (
 )
 
 
-def _encoded(guard: PathGuard, source: str) -> str:
-    opened = open_image(guard, source)
+def _encoded(opened: Opened) -> str:
     with opened.image:
         return data_url(decoded(opened), MAX_SIDE)
 
@@ -42,7 +41,7 @@ async def ask(guard: PathGuard, sources: list[str], question: str) -> str:
         raise ToolFailure(f"{len(sources)} images given; ask about at most {MAX_IMAGES} at a time.")
     parts: list[dict] = [{"type": "text", "text": question.strip()}]
     for source in sources:
-        url = await run_blocking(_encoded, guard, source)
+        url = await run_blocking(_encoded, await load(guard, source))
         parts.append({"type": "image_url", "image_url": {"url": url}})
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": parts}]
     return await chat(messages, prefix=PREFIX, max_tokens=MAX_ANSWER_TOKENS)
