@@ -7,6 +7,7 @@ from PIL import ExifTags, Image
 from .images import Opened
 
 MAX_EXIF_VALUE_CHARS = 200
+MAX_TIMED_FRAMES = 100
 # Tags that are binary blobs or offsets: no use to an agent.
 SKIPPED_TAGS = {"MakerNote", "ExifOffset", "GPSInfo", "PrintImageMatching", "ComponentsConfiguration"}
 
@@ -44,21 +45,21 @@ def _has_alpha(image: Image.Image) -> bool:
 
 
 def _frames(image: Image.Image) -> list[str]:
-    count = getattr(image, "n_frames", 1)
+    count = getattr(image, "n_frames", 1)  # cheap: Pillow skips through the frame headers
     if count <= 1:
         return []
     durations = []
-    for index in range(count):
-        image.seek(index)  # reads frame headers only; the pixels are decoded lazily
+    for index in range(min(count, MAX_TIMED_FRAMES)):
+        image.seek(index)  # seeking decodes the frame, so long animations are timed in part
         durations.append(image.info.get("duration") or 0)
     image.seek(0)
     loop = image.info.get("loop")
-    lines = [
-        f"Animated: yes, {count} frames",
-        f"Duration: {sum(durations) / 1000:.2f} s (frame durations in ms: {', '.join(str(d) for d in durations[:50])}"
-        + (" ..." if count > 50 else "")
-        + ")",
-    ]
+    listed = ", ".join(str(d) for d in durations)
+    if count > len(durations):
+        timing = f"Frame durations in ms (first {len(durations)} frames): {listed}"
+    else:
+        timing = f"Duration: {sum(durations) / 1000:.2f} s (frame durations in ms: {listed})"
+    lines = [f"Animated: yes, {count} frames", timing]
     if loop is not None:
         lines.append(f"Loop: {'forever' if loop == 0 else f'{loop} times'}")
     return lines
