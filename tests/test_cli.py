@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,10 @@ from gateway_harness import PROBE_REGISTRY, RunningGateway, write_registry
 def gaia_env(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
     common = ["--workspace-root", str(tmp / "ws"), "--dataset-dir", str(tmp / "data")]
     argv = [sys.executable, "-m", "gaia_env", args[0], *common, *args[1:]]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    env = {
+        k: v for k, v in os.environ.items() if "_LLM_" not in k
+    }  # a model configured here would hide the warning
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
 
 
 def test_tools_table_and_json(tmp_path: Path) -> None:
@@ -74,12 +78,16 @@ def test_doctor_reports_each_server(tmp_path: Path) -> None:
         command = ["{python}", "{probe}"]
         [servers.broken]
         command = ["/nonexistent/binary"]
+        [servers.think]
+        command = ["{python}", "-m", "intelligence_think_server"]
     """,
     )
     out = gaia_env("doctor", "--config", str(registry), tmp=tmp_path)
     assert out.returncode == 1
     assert "ok   probe-a: starts, 9 tools" in out.stdout
     assert "FAIL broken: does not start" in out.stdout and "/nonexistent/binary" in out.stdout
+    # Starts, but its model tools need settings: a warning that names them, not a failure.
+    assert "warn think: starts, 2 tools" in out.stdout and "missing: THINK_LLM_BASE_URL" in out.stdout
 
 
 def test_unknown_server_and_bad_registry_are_clear(tmp_path: Path) -> None:

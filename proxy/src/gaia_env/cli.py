@@ -69,7 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
     call.add_argument("--session", help="session key (X-Session-Id) for --url calls")
     call.set_defaults(handler=cmd_call)
 
-    doctor = sub.add_parser("doctor", help="check, per server, that it starts and what it is missing")
+    doctor = sub.add_parser(
+        "doctor",
+        help="check, per server, that it starts, its backend and what it is missing (exit 1 if any fails)",
+    )
     _gateway_options(doctor)
     doctor.set_defaults(handler=cmd_doctor)
     return parser
@@ -233,24 +236,25 @@ def _call_remote(
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    """ok: starts with nothing missing; warn: starts, some tools need a setting; FAIL: does not start."""
     gateway = make_gateway(args)
     asyncio.run(_with_gateway(gateway, lambda g: None))
-    problems = 0
+    failed = 0
     for sid, pool in gateway.pools.items():
         check = _server_check(pool.spec.argv(), pool.env)
-        started = bool(pool.tools)
-        problems += (not started) + len(check.get("missing", []))
-        mark = "ok  " if started and not check.get("missing") else "FAIL"
-        print(
-            f"{mark} {sid}: {'starts, ' + str(len(pool.tools)) + ' tools' if started else 'does not start: ' + str(pool.last_error)}"
-        )
+        missing = check.get("missing", [])
+        if not pool.tools:
+            failed += 1
+            print(f"FAIL {sid}: does not start: {pool.last_error}")
+        else:
+            print(f"{'warn' if missing else 'ok  '} {sid}: starts, {len(pool.tools)} tools")
         if check.get("backend"):
             print(f"     backend: {check['backend']}")
-        for item in check.get("missing", []):
+        for item in missing:
             print(f"     missing: {item}")
         for note in check.get("notes", []):
             print(f"     note: {note}")
-    return 1 if problems else 0
+    return 1 if failed else 0
 
 
 def _server_check(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
