@@ -67,7 +67,9 @@ def test_curl_tools_call_is_plain_json(real_gateway: RunningGateway) -> None:
 
 def test_readme_tools_call_example_verbatim(real_gateway: RunningGateway) -> None:
     readme = open("README.md").read()
-    command = next(block for block in readme.split("```") if '"method": "tools/call"' in block and "curl" in block)
+    command = next(
+        block for block in readme.split("```") if '"method": "tools/call"' in block and "curl" in block
+    )
     status, reply = _curl(command.strip(), real_gateway.base.rsplit(":", 1)[1])
     assert status == 200 and reply["result"]["isError"] is False, reply
     read = real_gateway.call("read_text_file", {"path": "notes.txt"}, headers={"X-Session-Id": "my-run-1"})
