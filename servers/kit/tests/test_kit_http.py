@@ -344,6 +344,11 @@ async def test_the_per_host_limit_bounds_concurrency(site, tmp_path):
     assert site.peak == 5
 
 
+def test_malformed_host_settings_name_the_variable(tmp_path):
+    with pytest.raises(ToolFailure, match="GAIA_HTTP_HOST_LIMITS has a malformed entry 'example.org'"):
+        HttpClient(settings(tmp_path, host_limits="example.org"))
+
+
 async def test_a_host_interval_spaces_request_starts(site, tmp_path):
     site.script("paced", (200, {}, b"ok"))
     async with HttpClient(settings(tmp_path, host_intervals="127.0.0.1=0.15")) as http:

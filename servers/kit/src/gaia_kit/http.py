@@ -311,11 +311,11 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
-def guarded_transport(allow: AllowList, verify: ssl.SSLContext | bool) -> httpx.AsyncHTTPTransport:
+def guarded_transport(allow: AllowList, verify: ssl.SSLContext) -> httpx.AsyncHTTPTransport:
     transport = httpx.AsyncHTTPTransport(verify=verify, trust_env=False)
     # httpx has no parameter for the network backend; its connection pool does, so give it one.
     transport._pool = httpcore.AsyncConnectionPool(
-        ssl_context=httpx.create_ssl_context(verify=verify, trust_env=False),
+        ssl_context=verify,
         max_connections=100,
         max_keepalive_connections=20,
         keepalive_expiry=5.0,
@@ -327,9 +327,18 @@ def guarded_transport(allow: AllowList, verify: ssl.SSLContext | bool) -> httpx.
 # ---- the client --------------------------------------------------------------------------------
 
 
-def _pairs(text: str) -> dict[str, float]:
-    pairs = (part.split("=", 1) for part in text.split(",") if "=" in part)
-    return {name.strip().lower(): float(value) for name, value in pairs}
+def _pairs(text: str, variable: str) -> dict[str, float]:
+    """`host=number,...` as a dict; a malformed entry names the variable to fix."""
+    pairs: dict[str, float] = {}
+    for part in filter(None, (part.strip() for part in text.split(","))):
+        name, _, value = part.partition("=")
+        try:
+            pairs[name.strip().lower()] = float(value)
+        except ValueError:
+            raise ToolFailure(
+                f"{variable} has a malformed entry {part!r}; write host=number, comma-separated."
+            ) from None
+    return pairs
 
 
 def _retry_after(headers: httpx.Headers) -> float | None:
@@ -365,9 +374,14 @@ class HttpClient:
         self.settings = settings or HttpSettings()
         self.allow = AllowList(self.settings.allow)
         self.user_agent = user_agent(self.settings.contact)
+        self._limits = _pairs(self.settings.host_limits, "GAIA_HTTP_HOST_LIMITS")
+        self._intervals = _pairs(self.settings.host_intervals, "GAIA_HTTP_HOST_INTERVALS")
+        self._limiters: dict[str, anyio.CapacityLimiter] = {}
+        self._next_start: dict[str, float] = {}
         timeout = httpx.Timeout(self.settings.read_timeout_s, connect=self.settings.connect_timeout_s)
+        bundle = self.settings.ca_bundle
         verify = (
-            ssl.create_default_context(cafile=self.settings.ca_bundle) if self.settings.ca_bundle else True
+            ssl.create_default_context(cafile=bundle) if bundle else httpx.create_ssl_context(trust_env=False)
         )
         # trust_env=False: an environment proxy would resolve names itself, past the guard.
         self._client = httpx.AsyncClient(
@@ -376,10 +390,6 @@ class HttpClient:
             trust_env=False,
             follow_redirects=False,
         )
-        self._limits = _pairs(self.settings.host_limits)
-        self._intervals = _pairs(self.settings.host_intervals)
-        self._limiters: dict[str, anyio.CapacityLimiter] = {}
-        self._next_start: dict[str, float] = {}
 
     async def __aenter__(self) -> HttpClient:
         return self
