@@ -32,13 +32,18 @@ def test_keys_normalize_the_query_and_ignore_secrets():
     assert key("https://API.example.org:443/search?lang=en&q=a") == base
     assert key("https://api.example.org/search?q=a&lang=en&key=s3cret") == base
     assert key("https://api.example.org/search?q=a&lang=en", authorization="Bearer x") == base
+    assert key("https://user:pw@api.example.org/search?q=a&lang=en") == base
     assert key("https://api.example.org/search?q=b&lang=en") != base
     assert key("https://api.example.org/search?q=a&lang=en", accept="application/json") != base
     post = request_key("POST", httpx.URL("https://api.example.org/search"), httpx.Headers(), b'{"q": 1}')
     assert post != request_key(
         "POST", httpx.URL("https://api.example.org/search"), httpx.Headers(), b'{"q": 2}'
     )
-    assert masked_url(httpx.URL("https://x.org/p?z=1&key=s3cret#frag")) == "https://x.org/p?key=%2A%2A%2A&z=1"
+    assert (
+        masked_url(httpx.URL("https://u:pw@x.org/p?z=1&key=s3cret#frag"))
+        == "https://x.org/p?key=%2A%2A%2A&z=1"
+    )
+    assert masked_url(httpx.URL("https://x.org/p")) == "https://x.org/p"
 
 
 def test_get_put_and_ttl(tmp_path):

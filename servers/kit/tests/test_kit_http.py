@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import email.utils
 import ipaddress
+import logging
 import socket
 import threading
 import time
@@ -138,11 +139,13 @@ async def test_get_returns_status_headers_body_and_sends_a_user_agent(site, tmp_
     assert echoed["headers"]["host"] == f"127.0.0.1:{site.port}"
 
 
-async def test_429_with_retry_after_is_retried(site, tmp_path):
+async def test_429_with_retry_after_is_retried_and_the_log_keeps_no_secret(site, tmp_path, caplog):
     site.script("busy", (429, {"Retry-After": "0"}, b"slow down"), (200, {}, b"done"))
+    caplog.set_level(logging.DEBUG)
     async with HttpClient(settings(tmp_path)) as http:
-        assert (await http.get(f"{site.base}/busy")).content == b"done"
+        assert (await http.get(f"{site.base}/busy", params={"key": SECRET})).content == b"done"
     assert site.hits["/busy"] == 2
+    assert "HTTP 429, retrying" in caplog.text and SECRET not in caplog.text
 
 
 async def test_a_retry_after_beyond_the_bound_fails_at_once(site, tmp_path):

@@ -68,15 +68,15 @@ def is_secret_header(name: str) -> bool:
 
 
 def masked_url(url: httpx.URL) -> str:
-    """The URL with secret query values replaced, its query sorted: what is stored and logged."""
+    """The URL without user:password, secret query values replaced, query sorted: what is stored."""
     pairs = sorted((k, MASK if k.lower() in SECRET_PARAMS else v) for k, v in url.params.multi_items())
-    return str(url.copy_with(params=pairs, fragment=None)) if pairs else str(url.copy_with(fragment=None))
+    return str(url.copy_with(userinfo=b"", params=pairs or None, fragment=None))
 
 
 def request_key(method: str, url: httpx.URL, headers: httpx.Headers, body: bytes = b"") -> str:
     """A hash of method, URL (query sorted, secret params dropped), the KEY_HEADERS and the body."""
     pairs = sorted((k, v) for k, v in url.params.multi_items() if k.lower() not in SECRET_PARAMS)
-    normal = url.copy_with(params=pairs or None, fragment=None)
+    normal = url.copy_with(userinfo=b"", params=pairs or None, fragment=None)
     parts = {
         "method": method.upper(),
         "url": str(normal),

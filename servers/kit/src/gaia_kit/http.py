@@ -73,6 +73,16 @@ NAT64 = ipaddress.ip_network("64:ff9b::/96")
 DROPPED_HEADERS = {"content-encoding", "content-length", "transfer-encoding", "set-cookie", "connection"}
 
 
+def _mask_logged_urls(record: logging.LogRecord) -> bool:
+    if isinstance(record.args, tuple):
+        record.args = tuple(masked_url(arg) if isinstance(arg, httpx.URL) else arg for arg in record.args)
+    return True
+
+
+# httpx logs every request's full URL at INFO, API keys in the query included.
+logging.getLogger("httpx").addFilter(_mask_logged_urls)
+
+
 def _default_cache_path() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "gaia-env" / "http-cache.sqlite"
