@@ -458,6 +458,15 @@ async def test_off_mode_and_posts_do_not_touch_the_cache(site, tmp_path):
     assert site.hits["/q"] == 6
 
 
+async def test_an_unusable_cache_file_is_explained(site, tmp_path):
+    site.script("q", (200, {}, b"answer"))
+    (tmp_path / "not-a-folder").write_text("")
+    broken = settings(tmp_path, cache_mode="read-write", cache_path=tmp_path / "not-a-folder" / "c.sqlite")
+    async with HttpClient(broken) as http:
+        with pytest.raises(ToolFailure, match="HTTP cache .* cannot be used.*GAIA_HTTP_CACHE_PATH"):
+            await http.get(f"{site.base}/q")
+
+
 async def test_ttl_expiry_fetches_again(site, tmp_path):
     site.script("news", (200, {}, b"old"), (200, {}, b"new"))
     async with HttpClient(settings(tmp_path, cache_mode="read-write", cache_ttl_s=60)) as http:

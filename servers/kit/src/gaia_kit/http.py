@@ -31,17 +31,18 @@ import logging
 import os
 import random
 import socket
+import sqlite3
 import ssl
 import time
 import weakref
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from http import HTTPStatus
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import anyio
 import charset_normalizer
@@ -58,6 +59,7 @@ logger = logging.getLogger("gaia_kit.http")
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 CacheMode = Literal["off", "read-write", "replay"]
+T = TypeVar("T")
 
 REDIRECTS = {301, 302, 303, 307, 308}
 IDEMPOTENT = {"GET", "HEAD", "OPTIONS", "PUT", "DELETE"}
@@ -414,6 +416,16 @@ class HttpClient:
     def cache(self) -> ResponseCache:
         return ResponseCache(self.settings.cache_path)
 
+    async def _in_cache(self, use: Callable[[ResponseCache], T]) -> T:
+        """Run `use(cache)` in a worker thread (opening the file is I/O too); errors name the settings."""
+        try:
+            return await run_blocking(lambda: use(self.cache))
+        except (sqlite3.Error, OSError) as exc:
+            raise ToolFailure(
+                f"The HTTP cache {self.settings.cache_path} cannot be used ({exc}); set GAIA_HTTP_CACHE_PATH "
+                f"to a writable file, or GAIA_HTTP_CACHE_MODE=off."
+            ) from None
+
     async def get(self, url: str, **kwargs: Any) -> HttpResponse:
         return await self.request("GET", url, **kwargs)
 
@@ -440,7 +452,7 @@ class HttpClient:
         key = _cache_key(request, json) if mode != "off" else ""
         if mode != "off":
             ttl = 0 if mode == "replay" else self.settings.cache_ttl_s
-            hit = await run_blocking(self.cache.get, key, ttl)
+            hit = await self._in_cache(lambda cache: cache.get(key, ttl))
             if hit is not None:
                 return self._checked(_from_cache(hit), check)
             if mode == "replay":
@@ -462,7 +474,7 @@ class HttpClient:
                 request.method, masked_url(request.url), response.status, response.headers,
                 response.content, response.url, time.time(),
             )  # fmt: skip
-            await run_blocking(self.cache.put, key, entry)
+            await self._in_cache(lambda cache: cache.put(key, entry))
         return self._checked(response, check)
 
     def _cache_mode(self, method: str, cache: bool | None) -> CacheMode:
