@@ -112,6 +112,7 @@ async def get_image_metadata(
 def check() -> dict:
     """For `--check`: tesseract and its language packs, and the vision model."""
     report = llm_status(vision.PREFIX)
+    report["backend"] = f"local OCR and metadata; vision model: {report['backend']}"
     languages = ocr.installed_languages()
     if not languages:
         report["missing"] = [
