@@ -54,3 +54,11 @@ async def test_model_errors_are_one_sentence_without_the_key(call, kit_env, fake
     fake.fail(400, "image too small sk-image-secret")
     message = failed(await call("analyze_image_ai", file_path="a.png", task="?"))
     assert "HTTP 400" in message and "sk-image-secret" not in message
+
+
+async def test_a_photo_goes_as_jpeg_to_keep_the_request_small(call, kit_env, fake):
+    Image.effect_noise((1600, 1200), 80).convert("RGB").save(kit_env.workspace / "grain.png")
+    fake.answer("Noise.")
+    ok(await call("analyze_image_ai", file_path="grain.png"))
+    url = fake.requests[0]["messages"][-1]["content"][1]["image_url"]["url"]
+    assert url.startswith("data:image/jpeg;base64,") and len(url) < 3 * 2**20

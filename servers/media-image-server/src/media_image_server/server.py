@@ -18,9 +18,9 @@ from .images import Opened, decoded, load
 server = KitServer(
     "media-image-server",
     instructions=(
-        "Reads images in the workspace, the dataset or at a URL: extract_text_ocr for the text in an image (local "
-        "tesseract, no key), get_image_metadata for format, size, EXIF (camera, timestamps, GPS) and "
-        "animation frames, analyze_image_ai to ask a vision model anything about an image."
+        "Reads images in the workspace, the dataset or at a URL: extract_text_ocr for the text in an "
+        "image (local tesseract, no key), get_image_metadata for format, size, EXIF (camera, timestamps, "
+        "GPS) and animation frames, analyze_image_ai to ask a vision model anything about an image."
     ),
 )
 
