@@ -60,7 +60,12 @@ async def test_a_blank_image_says_no_text(call, kit_env):
 
 async def test_unreadable_and_outside_files_fail_in_one_sentence(call, kit_env, monkeypatch):
     (kit_env.workspace / "fake.png").write_text("<html>not an image</html>")
-    assert "is not an image Pillow can read" in failed(await call("extract_text_ocr", file_path="fake.png"))
+    message = failed(await call("extract_text_ocr", file_path="fake.png"))
+    assert "is not an image Pillow can read: it is an HTML page" in message
+    (kit_env.workspace / "scan.jpg").write_bytes(b"%PDF-1.7\n...")
+    assert "it is a PDF; read it with documents-pdf-server" in failed(
+        await call("get_image_metadata", file_path="scan.jpg")
+    )
     assert "Access denied" in failed(await call("extract_text_ocr", file_path="/etc/hostname"))
     assert "does not exist" in failed(await call("extract_text_ocr", file_path="missing.png"))
     monkeypatch.setenv("GAIA_HTTP_CACHE_MODE", "off")

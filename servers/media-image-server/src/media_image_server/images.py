@@ -103,18 +103,36 @@ def _opened(source: Path | io.BytesIO, name: str, shown: str, size: int) -> Open
     except UnidentifiedImageError:
         if isinstance(source, Path):
             with open(source, "rb") as handle:
-                head = handle.read(16)
+                head = handle.read(64)
         else:
-            head = source.getvalue()[:16]
-        raise ToolFailure(
-            f"{shown} is not an image Pillow can read (it starts with {head!r}); "
-            "check that it is a JPEG, PNG, GIF, WebP, BMP or TIFF file."
-        ) from None
+            head = source.getvalue()[:64]
+        raise ToolFailure(f"{shown} is not an image Pillow can read: {_what_it_is(head)}.") from None
     width, height = image.size
     if width * height > MAX_PIXELS:
         image.close()
         raise _bomb(shown, (width, height))
     return Opened(image=image, name=name, shown=shown, size_bytes=size)
+
+
+# What a file that is not a readable image usually turns out to be, by its first bytes.
+NOT_IMAGES = (
+    (b"%PDF-", "it is a PDF; read it with documents-pdf-server"),
+    (b"PK\x03\x04", "it is a ZIP container (an Office file or an archive)"),
+    (b"<svg", "it is an SVG drawing, which is text, not pixels; read it as a text file"),
+    (b"<?xml", "it is an XML file (perhaps an SVG drawing); read it as a text file"),
+    (b"<!doctype html", "it is an HTML page (perhaps an error page saved under this name)"),
+    (b"<html", "it is an HTML page (perhaps an error page saved under this name)"),
+)
+
+
+def _what_it_is(head: bytes) -> str:
+    lowered = head.lstrip().lower()
+    for prefix, kind in NOT_IMAGES:
+        if lowered.startswith(prefix.lower()):
+            return kind
+    if head[4:12] in (b"ftypheic", b"ftypheix", b"ftypmif1", b"ftypavif"):
+        return "it is a HEIC/AVIF photo, which this server cannot decode; convert it to JPEG or PNG"
+    return f"it starts with {head[:16]!r}; pass a JPEG, PNG, GIF, WebP, BMP or TIFF file"
 
 
 def decoded(opened: Opened) -> Image.Image:
