@@ -97,3 +97,39 @@ def test_unknown_server_and_bad_registry_are_clear(tmp_path: Path) -> None:
     bad.write_text("[servers.x]\nreplicas = 2\n")
     out = gaia_env("serve", "--config", str(bad), tmp=tmp_path)
     assert out.returncode == 1 and "needs a command" in out.stderr
+
+
+def test_cache_stats_export_import_clear(tmp_path: Path) -> None:
+    from gaia_kit.cache import CachedResponse, ResponseCache
+
+    path = tmp_path / "http-cache.sqlite"
+    cache = ResponseCache(path)
+    cache.put(
+        "k1",
+        CachedResponse(
+            "GET",
+            "https://en.wikipedia.org/wiki/Tern",
+            200,
+            {},
+            b"<html>tern</html>",
+            "https://en.wikipedia.org/wiki/Tern",
+            1.0,
+        ),
+    )
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "gaia_env", "cache", *args, "--path", str(path)]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60)
+
+    stats = run("stats")
+    assert stats.returncode == 0 and json.loads(stats.stdout)["entries"] == 1
+    assert "exported 1" in run("export", str(tmp_path / "dump.jsonl")).stdout
+    assert "removed 1" in run("clear").stdout
+    assert json.loads(run("stats").stdout)["entries"] == 0
+    assert "imported 1" in run("import", str(tmp_path / "dump.jsonl")).stdout
+    assert ResponseCache(path).get("k1").content == b"<html>tern</html>"
+    missing = run("export")
+    assert missing.returncode == 2 and "needs a FILE" in missing.stderr
+    (tmp_path / "bad.jsonl").write_text("{not json\n")
+    bad = run("import", str(tmp_path / "bad.jsonl"))
+    assert bad.returncode == 1 and "cannot import" in bad.stderr

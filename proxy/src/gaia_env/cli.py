@@ -69,6 +69,14 @@ def build_parser() -> argparse.ArgumentParser:
     call.add_argument("--session", help="session key (X-Session-Id) for --url calls")
     call.set_defaults(handler=cmd_call)
 
+    cache = sub.add_parser(
+        "cache", help="the servers' shared HTTP record/replay cache: stats, export, import, clear"
+    )
+    cache.add_argument("action", choices=["stats", "export", "import", "clear"])
+    cache.add_argument("file", nargs="?", type=Path, help="the JSONL file to export to or import from")
+    cache.add_argument("--path", type=Path, help="the cache file (default: GAIA_HTTP_CACHE_PATH)")
+    cache.set_defaults(handler=cmd_cache)
+
     doctor = sub.add_parser(
         "doctor",
         help="check, per server, that it starts, its backend and what it is missing (exit 1 if any fails)",
@@ -233,6 +241,34 @@ def _call_remote(
             "isError": True,
         }
     return reply["result"]
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    from gaia_kit.cache import ResponseCache
+    from gaia_kit.http import HttpSettings
+
+    path = args.path or HttpSettings().cache_path
+    if args.action in ("export", "import") and args.file is None:
+        print(f"gaia-env: cache {args.action} needs a FILE (JSONL).", file=sys.stderr)
+        return 2
+    if args.action != "import" and not path.exists():
+        print(f"gaia-env: no HTTP cache at {path} yet (set GAIA_HTTP_CACHE_PATH or --path).", file=sys.stderr)
+        return 1
+    cache = ResponseCache(path)
+    if args.action == "stats":
+        print(json.dumps(cache.stats(), indent=2))
+    elif args.action == "export":
+        print(f"exported {cache.export(args.file)} responses from {path} to {args.file}")
+    elif args.action == "import":
+        try:
+            count = cache.import_(args.file)
+        except (OSError, ValueError, KeyError) as exc:
+            print(f"gaia-env: cannot import {args.file}: {exc}", file=sys.stderr)
+            return 1
+        print(f"imported {count} responses from {args.file} into {path}")
+    else:
+        print(f"removed {cache.clear()} responses from {path}")
+    return 0
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

@@ -48,6 +48,8 @@ def kit_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleN
         folder.mkdir()
     monkeypatch.setenv("GAIA_WORKSPACE_ROOT", str(root))
     monkeypatch.setenv("GAIA_DATASET_DIR", str(dataset))
+    # Outbound responses recorded by a test stay with that test, never in the user's cache.
+    monkeypatch.setenv("GAIA_HTTP_CACHE_PATH", str(tmp_path / "http-cache.sqlite"))
     get_settings.cache_clear()
     yield SimpleNamespace(root=root, dataset=dataset, workspace=workspace)
     get_settings.cache_clear()
