@@ -13,22 +13,13 @@ from collections import defaultdict, deque
 from pathlib import Path
 
 import anyio
-import gaia_kit.http
+import gaia_kit.ssrf
 import httpx
 import pytest
 import uvicorn
 from gaia_kit import ToolFailure
-from gaia_kit.http import (
-    AllowList,
-    HttpClient,
-    HttpFailure,
-    HttpSettings,
-    _retry_after,
-    check_literal,
-    literal_ip,
-    resolve_checked,
-    shared_http,
-)
+from gaia_kit.http import HttpClient, HttpFailure, HttpSettings, _retry_after, shared_http
+from gaia_kit.ssrf import AllowList, check_literal, literal_ip, resolve_checked
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -302,7 +293,7 @@ async def test_an_unknown_name_is_explained(monkeypatch):
     async def nxdomain(host: str, port: int):
         raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
 
-    monkeypatch.setattr(gaia_kit.http, "_resolve", nxdomain)  # no query leaves the machine
+    monkeypatch.setattr(gaia_kit.ssrf, "_resolve", nxdomain)  # no query leaves the machine
     with pytest.raises(ToolFailure, match="Cannot resolve the host no-such-host.example"):
         await resolve_checked("no-such-host.example", 80, AllowList(""))
 
@@ -325,7 +316,7 @@ async def test_the_name_is_resolved_once_and_the_checked_address_is_connected(si
         calls.append(host)
         return [ipaddress.ip_address(a) for a in answers[min(len(calls), 2) - 1]]
 
-    monkeypatch.setattr(gaia_kit.http, "_resolve", rebinding)
+    monkeypatch.setattr(gaia_kit.ssrf, "_resolve", rebinding)
     url = f"http://rebind.test:{site.port}/echo"  # .test never resolves: only our resolver answers
     async with HttpClient(settings(tmp_path)) as http:
         assert (await http.get(url)).json()["headers"]["host"] == f"rebind.test:{site.port}"
