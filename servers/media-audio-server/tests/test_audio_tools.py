@@ -1,0 +1,126 @@
+"""media-audio-server: transcription (local model and endpoint), metadata, trim, and bad inputs."""
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import anyio
+import pytest
+from gaia_kit.testing import failed, ok
+from media_audio_server.server import server
+from test_compat_schemas import compatibility_problems
+
+pytestmark = pytest.mark.anyio
+
+REFERENCE = json.loads(
+    (Path(__file__).parents[3] / "tests" / "reference" / "aworld_tool_schemas.json").read_text()
+)
+SENTENCE = "The museum opens on Monday morning"
+
+
+def ffmpeg(*args: str) -> None:
+    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", *args], check=True, capture_output=True)
+
+
+def words(text: str) -> list[str]:
+    return re.findall(r"[a-z]+", text.lower())
+
+
+async def test_tools_match_the_reference_schemas():
+    ours = {tool.name: tool.input_schema for tool in await server.list_tools()}
+    assert set(ours) == {tool["name"] for tool in REFERENCE["media-audio-server"]}
+    for tool in REFERENCE["media-audio-server"]:
+        assert not compatibility_problems(tool["inputSchema"], ours[tool["name"]]), tool["name"]
+
+
+async def test_local_model_transcribes_espeak_speech_in_mp3(call, kit_env, speech, monkeypatch):
+    monkeypatch.delenv("AUDIO_TRANSCRIPTION_BACKEND", raising=False)
+    ffmpeg("-i", str(speech), str(kit_env.workspace / "note.mp3"))
+    out = ok(await call("transcribe_audio", file_path="note.mp3"))
+    assert words(out) == words(SENTENCE)
+    segments = ok(await call("transcribe_audio", file_path="note.mp3", output_format="segments"))
+    assert "Engine: local faster-whisper" in segments and re.search(
+        r"\[00:00\.\d\d - 00:0\d\.\d\d\]", segments
+    )
+
+
+async def test_endpoint_backend_sends_multipart_wav(call, kit_env, speech, fake_endpoint):
+    shutil.copy(speech, kit_env.workspace / "fox.wav")
+    fake_endpoint.script.append("Scripted transcript.")
+    out = ok(await call("transcribe_audio", file_path="fox.wav", language="en", output_format="detailed"))
+    assert "Scripted transcript." in out and "model fake-whisper" in out
+    sent = fake_endpoint.requests[0]
+    assert sent["model"] == "fake-whisper" and sent["language"] == "en"
+    assert sent["response_format"] == "verbose_json"
+    assert sent["file"][:4] == b"RIFF" and sent["file"][8:12] == b"WAVE"
+    assert "sk-audio-secret" not in out
+
+
+async def test_metadata_and_trim_of_a_generated_clip(call, kit_env):
+    clip = kit_env.workspace / "tone.ogg"
+    ffmpeg(
+        "-f", "lavfi", "-i", "sine=frequency=440:duration=5", "-ac", "2", "-metadata", "title=Tone", str(clip)
+    )
+    meta = ok(await call("extract_audio_metadata", file_path="tone.ogg"))
+    assert "Vorbis" in meta and "2 channel(s)" in meta and "title: Tone" in meta
+    assert re.search(r"\(5\.0\d\d s\)", meta)
+    out = ok(await call("trim_audio", file_path="tone.ogg", start_time=1, duration=2))
+    assert "tone_trimmed_1s.ogg" in out and "(2.0" in out
+    assert (kit_env.workspace / "tone_trimmed_1s.ogg").is_file()
+    to_end = ok(await call("trim_audio", file_path="tone.ogg", start_time=4, output_path="clips/end.wav"))
+    assert "clips/end.wav" in to_end and "(1.0" in to_end
+    assert "past the end" in failed(await call("trim_audio", file_path="tone.ogg", start_time=9))
+
+
+async def test_slow_transcription_does_not_hold_up_metadata(call, kit_env, speech, fake_endpoint):
+    shutil.copy(speech, kit_env.workspace / "fox.wav")
+    fake_endpoint.hold.clear()
+    fake_endpoint.script.append("done")
+    order = []
+
+    async def transcription():
+        ok(await call("transcribe_audio", file_path="fox.wav"))
+        order.append("transcription")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(transcription)
+        await anyio.to_thread.run_sync(fake_endpoint.arrived.wait, 30)
+        ok(await call("extract_audio_metadata", file_path="fox.wav"))
+        order.append("metadata")
+        fake_endpoint.hold.set()
+    assert order == ["metadata", "transcription"]
+
+
+async def test_bad_inputs_are_one_sentence_each(call, kit_env, tmp_path):
+    (kit_env.workspace / "song.mp3").write_text("this is just text, not audio")
+    (kit_env.workspace / "empty.wav").write_bytes(b"")
+    (tmp_path / "outside.wav").write_bytes(b"RIFF")
+    assert "not an audio file ffmpeg can read" in failed(await call("transcribe_audio", file_path="song.mp3"))
+    assert "not an audio file" in failed(await call("extract_audio_metadata", file_path="song.mp3"))
+    assert "empty (0 bytes)" in failed(await call("transcribe_audio", file_path="empty.wav"))
+    assert "Access denied" in failed(
+        await call("extract_audio_metadata", file_path=str(tmp_path / "outside.wav"))
+    )
+    assert "not an audio file" in failed(await call("trim_audio", file_path="song.mp3", start_time=0))
+    assert ".mp3" in ok(await call("list_supported_formats"))
+
+
+async def test_trim_writes_only_into_the_workspace(call, kit_env):
+    ffmpeg("-f", "lavfi", "-i", "sine=duration=2", str(kit_env.dataset / "tone.wav"))
+    out = ok(await call("trim_audio", file_path="/workspace/gaia_dataset/tone.wav", start_time=0.5))
+    assert str(kit_env.workspace / "tone_trimmed_0.5s.wav") in out
+    escape = failed(
+        await call("trim_audio", file_path="tone_trimmed_0.5s.wav", start_time=0, output_path="../x.wav")
+    )
+    assert "Access denied" in escape
+
+
+async def test_over_the_size_limit(call, kit_env, monkeypatch, speech):
+    from gaia_kit import get_settings
+
+    shutil.copy(speech, kit_env.workspace / "fox.wav")
+    monkeypatch.setenv("GAIA_MAX_READ_BYTES", "1000")
+    get_settings.cache_clear()
+    assert "over the" in failed(await call("extract_audio_metadata", file_path="fox.wav"))
