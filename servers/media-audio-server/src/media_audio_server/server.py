@@ -80,7 +80,9 @@ async def trim_audio(
     duration: Annotated[float | None, Field(description="Duration in seconds (if None, trim to end)")] = None,
     output_path: Annotated[
         str | None,
-        Field(description="Where to write the clip in the workspace (default: beside the name, '_trimmed')"),
+        Field(
+            description="Where to write the clip in the workspace (default: <name>_trimmed_<start>s.<ext>)"
+        ),
     ] = None,
 ) -> str:
     """Trim audio file to specified time range.
