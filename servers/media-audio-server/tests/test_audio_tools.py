@@ -58,6 +58,18 @@ async def test_endpoint_backend_sends_multipart_wav(call, kit_env, speech, fake_
     assert "sk-audio-secret" not in out
 
 
+async def test_long_transcripts_are_paged_and_a_wrong_key_is_named(
+    call, kit_env, speech, fake_endpoint, monkeypatch
+):
+    shutil.copy(speech, kit_env.workspace / "fox.wav")
+    fake_endpoint.script.append("word " * 100)
+    first = ok(await call("transcribe_audio", file_path="fox.wav", max_length=50))
+    assert first.startswith("word word") and "start_index=50" in first
+    monkeypatch.setenv("AUDIO_LLM_API_KEY", "sk-wrong-key")
+    message = failed(await call("transcribe_audio", file_path="fox.wav"))
+    assert "HTTP 401" in message and "AUDIO_LLM_API_KEY" in message and "sk-wrong-key" not in message
+
+
 async def test_metadata_and_trim_of_a_generated_clip(call, kit_env):
     clip = kit_env.workspace / "tone.ogg"
     ffmpeg(
@@ -105,6 +117,13 @@ async def test_bad_inputs_are_one_sentence_each(call, kit_env, tmp_path):
     )
     assert "not an audio file" in failed(await call("trim_audio", file_path="song.mp3", start_time=0))
     assert ".mp3" in ok(await call("list_supported_formats"))
+
+
+async def test_zero_length_audio_is_said_plainly(call, kit_env):
+    ffmpeg("-f", "lavfi", "-i", "anullsrc=r=16000:cl=mono", "-t", "0", str(kit_env.workspace / "silent.wav"))
+    assert "zero length" in failed(await call("transcribe_audio", file_path="silent.wav"))
+    assert "zero length" in failed(await call("trim_audio", file_path="silent.wav", start_time=0))
+    assert "zero-length" in ok(await call("extract_audio_metadata", file_path="silent.wav"))
 
 
 async def test_trim_writes_only_into_the_workspace(call, kit_env):

@@ -92,7 +92,9 @@ def trim(guard: PathGuard, audio: media.Audio, start: float, length: float | Non
     total = media.duration_s(info)
     if start < 0 or (length is not None and length <= 0):
         raise ToolFailure("start_time must be 0 or more and duration more than 0 seconds.")
-    if total and start >= total:
+    if total <= 0:
+        raise ToolFailure(f"{audio.shown} has no audio (zero length); there is nothing to trim.")
+    if start >= total:
         raise ToolFailure(f"start_time {start:g} s is past the end of {audio.shown} ({total:.2f} s long).")
     name = PurePosixPath(audio.shown).name if not media.is_url(audio.shown) else audio.path.name
     stem, suffix = Path(name).stem, Path(name).suffix.lower() or ".wav"
