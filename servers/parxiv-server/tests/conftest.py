@@ -9,7 +9,6 @@ from xml.sax.saxutils import escape
 import pymupdf
 import pytest
 import uvicorn
-from gaia_kit import http as kit_http
 from gaia_kit.testing import session_call
 from parxiv_server.server import server
 from starlette.applications import Starlette
@@ -177,14 +176,6 @@ def _atom(q: dict, entries: list[str], total: int, error: str = "") -> Response:
 {"".join(entries)}
 </feed>"""
     return Response(body, media_type="application/atom+xml; charset=utf-8")
-
-
-@pytest.fixture
-def fresh_http():
-    """Each test's outbound settings take effect: the kit keeps one client per event loop, built once."""
-    kit_http._shared.clear()
-    yield
-    kit_http._shared.clear()
 
 
 @pytest.fixture

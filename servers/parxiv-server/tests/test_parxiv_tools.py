@@ -116,7 +116,7 @@ async def test_recorded_answers_replay_identically_with_the_site_gone(arxiv, cal
     recorded = [ok(await call(name, **args)) for name, args in calls]
     arxiv.stop()
     monkeypatch.setenv("GAIA_HTTP_CACHE_MODE", "replay")
-    kit_http._shared.clear()  # the next call builds a client with replay settings
+    kit_http.forget_shared_http()  # the next call builds a client with replay settings
     assert [ok(await call(name, **args)) for name, args in calls] == recorded
     assert "No recorded answer" in failed(await call("get_paper_details", paper_id="hep-th/9901001"))
 

@@ -6,7 +6,6 @@ import time
 
 import pytest
 import uvicorn
-from gaia_kit import http as kit_http
 from gaia_kit.testing import session_call
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -178,14 +177,6 @@ def _pages(q: dict[str, str]) -> dict:
         ]
     query["pages"] = [record]
     return answer
-
-
-@pytest.fixture
-def fresh_http():
-    """Each test's outbound settings take effect: the kit keeps one client per event loop, built once."""
-    kit_http._shared.clear()
-    yield
-    kit_http._shared.clear()
 
 
 @pytest.fixture

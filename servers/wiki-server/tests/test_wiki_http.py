@@ -38,7 +38,7 @@ async def test_recorded_answers_replay_identically_with_the_site_gone(wiki, call
     recorded = [ok(await call(name, **args)) for name, args in calls]
     wiki.stop()
     monkeypatch.setenv("GAIA_HTTP_CACHE_MODE", "replay")
-    kit_http._shared.clear()  # the next call builds a client with replay settings
+    kit_http.forget_shared_http()  # the next call builds a client with replay settings
     assert [ok(await call(name, **args)) for name, args in calls] == recorded
     message = failed(await call("get_article_summary", title="Monty Python"))
     assert "No recorded answer" in message and "GAIA_HTTP_CACHE_MODE=read-write" in message

@@ -521,6 +521,11 @@ async def _read_capped(response: httpx.Response, max_bytes: int, url: httpx.URL)
 _shared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, HttpClient] = weakref.WeakKeyDictionary()
 
 
+def forget_shared_http() -> None:
+    """Drop the per-loop clients, so the next shared_http() reads GAIA_HTTP_* again (tests switch modes)."""
+    _shared.clear()
+
+
 def shared_http() -> HttpClient:
     """This process's client for the running event loop (connections and per-host limits are shared)."""
     loop = asyncio.get_running_loop()

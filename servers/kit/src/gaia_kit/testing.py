@@ -55,6 +55,16 @@ def kit_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleN
     get_settings.cache_clear()
 
 
+@pytest.fixture
+def fresh_http() -> Iterator[None]:
+    """Each test's GAIA_HTTP_* settings take effect: the kit builds one client per event loop, once."""
+    from .http import forget_shared_http
+
+    forget_shared_http()
+    yield
+    forget_shared_http()
+
+
 @contextlib.asynccontextmanager
 async def session_call(server: MCPServer, workspace: Path, session_id: str = "s1") -> AsyncIterator[Invoke]:
     """invoke(tool, **arguments) -> CallToolResult, over the MCP protocol, as the gateway sends it."""
