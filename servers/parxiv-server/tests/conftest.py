@@ -1,14 +1,11 @@
 """A loopback arXiv: the export API's Atom feed at /api/query and PDFs at /pdf/<id>, and an MCP session."""
 
 import re
-import socket
-import threading
-import time
 from xml.sax.saxutils import escape
 
 import pymupdf
 import pytest
-import uvicorn
+from gaia_kit.loopback import LoopbackServer
 from gaia_kit.testing import session_call
 from parxiv_server.server import server
 from starlette.applications import Starlette
@@ -80,29 +77,18 @@ class FakeArxiv:
         self.pdf_hosts: dict[str, str] = {}  # paper id -> the base URL its feed entry names for the PDF
         self._throttled = 0
         app = Starlette(routes=[Route("/api/query", self._query), Route("/pdf/{paper_id:path}", self._pdf)])
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._sock.bind(("127.0.0.1", 0))
-        self.port = self._sock.getsockname()[1]
+        self._loopback = LoopbackServer(app)
+        self.port = self._loopback.port
         self.base = f"http://127.0.0.1:{self.port}"
-        self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
-        )
 
     def throttle(self, count: int) -> None:
         self._throttled = count
 
     def start(self) -> None:
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            assert time.monotonic() < deadline and self._thread.is_alive(), "the fake arXiv did not start"
-            time.sleep(0.01)
+        self._loopback.start()
 
     def stop(self) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
-        self._sock.close()
+        self._loopback.stop()
 
     async def _query(self, request: Request) -> Response:
         q = dict(request.query_params)

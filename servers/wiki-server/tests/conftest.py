@@ -1,11 +1,7 @@
 """A loopback MediaWiki action API (formatversion=2 JSON, as Wikipedia answers) and an MCP session."""
 
-import socket
-import threading
-import time
-
 import pytest
-import uvicorn
+from gaia_kit.loopback import LoopbackServer
 from gaia_kit.testing import session_call
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -72,29 +68,18 @@ class FakeWiki:
         self.requests: list[dict[str, str]] = []
         self._throttled = 0
         app = Starlette(routes=[Route("/{lang}/w/api.php", self._api)])
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._sock.bind(("127.0.0.1", 0))
-        self.port = self._sock.getsockname()[1]
+        self._loopback = LoopbackServer(app)
+        self.port = self._loopback.port
         self.api_url = f"http://127.0.0.1:{self.port}/{{lang}}/w/api.php"
-        self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
-        )
 
     def throttle(self, count: int) -> None:
         self._throttled = count
 
     def start(self) -> None:
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            assert time.monotonic() < deadline and self._thread.is_alive(), "the fake wiki did not start"
-            time.sleep(0.01)
+        self._loopback.start()
 
     def stop(self) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
-        self._sock.close()
+        self._loopback.stop()
 
     async def _api(self, request: Request) -> JSONResponse | PlainTextResponse:
         q = dict(request.query_params)

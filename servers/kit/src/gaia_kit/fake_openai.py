@@ -18,19 +18,18 @@ A server that asks a model gets its `no_llm` and `fake` fixtures in one line of 
 
 from __future__ import annotations
 
-import socket
 import threading
-import time
 from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+
+from .loopback import LoopbackServer
 
 LLM_SUFFIXES = ("BASE_URL", "MODEL_NAME", "API_KEY", "TIMEOUT", "MAX_TOKENS")
 
@@ -44,16 +43,9 @@ class FakeOpenAI:
         self._script: deque[tuple[int, Any, dict[str, str]]] = deque()
         self._lock = threading.Lock()
         app = Starlette(routes=[Route("/v1/chat/completions", self._complete, methods=["POST"])])
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind(("127.0.0.1", 0))
-        self.port = self._sock.getsockname()[1]
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        config = uvicorn.Config(app, log_level="warning", lifespan="off")
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
-        )
+        self._loopback = LoopbackServer(app)
+        self.port = self._loopback.port
+        self.base_url = self._loopback.url("/v1")
 
     def answer(self, content: str, finish_reason: str = "stop") -> None:
         """Script the next completion."""
@@ -106,18 +98,11 @@ class FakeOpenAI:
         return JSONResponse(reply, status_code=status, headers=headers)
 
     def __enter__(self) -> FakeOpenAI:
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("the fake OpenAI server did not start")
-            time.sleep(0.01)
+        self._loopback.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
-        self._sock.close()
+        self._loopback.stop()
 
 
 def _error(status: int, message: str) -> JSONResponse:
