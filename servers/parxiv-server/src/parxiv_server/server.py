@@ -12,9 +12,9 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import pymupdf
 from gaia_kit import KitServer, ToolFailure, atomic_write, page, run, run_blocking, session_of
 from gaia_kit.args import MaxLength, OutputFormat, StartIndex
+from gaia_kit.extract import pdf_to_text
 from gaia_kit.http import HttpFailure, shared_http
 from mcp.server.mcpserver import Context
 from pydantic import Field
@@ -231,17 +231,15 @@ def _save(target: Path, pdf: bytes) -> None:
 
 def _pdf_text(path: Path, max_pages: int) -> dict[str, Any]:
     try:
-        document = pymupdf.open(path)
-    except (pymupdf.FileDataError, RuntimeError):
+        extracted = pdf_to_text(path, max_pages, name=f"The PDF saved at {path}")
+    except ToolFailure:
         raise ToolFailure(
             f"The PDF saved at {path} cannot be read; open the abstract with get_paper_details."
         ) from None
-    with document:
-        pages = document.page_count
-        shown = min(pages, max_pages)
-        parts = [f"--- Page {n + 1} ---\n{document[n].get_text().strip()}" for n in range(shown)]
+    shown = min(extracted.pages, max_pages)
+    pages = extracted.pages
     note = f"first {shown} of {pages} pages (ARXIV_TEXT_PAGES)" if shown < pages else f"all {pages} pages"
-    return {"pages": pages, "text_covers": note, "text": "\n\n".join(parts)}
+    return {"pages": pages, "text_covers": note, "text": extracted.text}
 
 
 # --- output ---------------------------------------------------------------------------------------
