@@ -31,8 +31,11 @@ system-deps:
 uv: system-deps
 	@$(UV) --version >/dev/null 2>&1 || scripts/install-uv.sh
 
+# The root workspace, then servers with their own locked environment (browser-server: browser-use
+# pins exact versions of many packages), each in its own .venv.
 sync: uv
 	$(UV) sync --locked --inexact
+	cd servers/browser-server && $(UV) sync --locked
 
 # Node 22 and the MCP conformance suite, from the npm registry, for the conformance tests.
 node-tools: system-deps

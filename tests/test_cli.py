@@ -90,6 +90,20 @@ def test_doctor_reports_each_server(tmp_path: Path) -> None:
     assert "warn think: starts, 2 tools" in out.stdout and "missing: THINK_LLM_BASE_URL" in out.stdout
 
 
+def test_a_server_whose_own_environment_is_missing_says_to_run_make_sync(tmp_path: Path) -> None:
+    registry = write_registry(
+        tmp_path / "own-env.toml",
+        """
+        [servers.own-env]
+        command = ["{root}/servers/no-such-server/.venv/bin/python", "-m", "no_such_server"]
+    """,
+    )
+    out = gaia_env("doctor", "--config", str(registry), tmp=tmp_path)
+    assert out.returncode == 1
+    assert "FAIL own-env: does not start" in out.stdout
+    assert "servers/no-such-server/.venv/bin/python does not exist: run `make sync`" in out.stdout
+
+
 def test_unknown_server_and_bad_registry_are_clear(tmp_path: Path) -> None:
     out = gaia_env("tools", "--servers", "nope", tmp=tmp_path)
     assert out.returncode == 1 and "Valid ids:" in out.stderr

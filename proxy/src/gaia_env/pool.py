@@ -118,7 +118,8 @@ class ServerPool:
             try:
                 tools = await process.start(self.spec.startup_timeout)
             except (ServerGone, CallTimeout, RemoteError, OSError) as exc:
-                replica.last_error = f"failed to start: {_reason(exc, process)}"
+                reason = self.spec.missing_program() or _reason(exc, process)
+                replica.last_error = f"failed to start: {reason}"
                 logger.error("%s #%d %s", self.spec.id, replica.index, replica.last_error)
                 await process.stop(grace=1.0)
             else:

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 DEFAULT_REGISTRY = Path(__file__).resolve().parents[2] / "servers.toml"
+REPO_ROOT = Path(__file__).resolve().parents[3]
+"""The checkout the gateway runs from: `{root}` in a command (servers with their own environment)."""
 
 
 class RegistryError(ValueError):
@@ -28,7 +30,20 @@ class ServerSpec:
     startup_timeout: float = 60.0
 
     def argv(self) -> list[str]:
-        return [part.replace("{python}", sys.executable) for part in self.command]
+        return [
+            part.replace("{python}", sys.executable).replace("{root}", str(REPO_ROOT))
+            for part in self.command
+        ]
+
+    def missing_program(self) -> str | None:
+        """A sentence when the command's program is a path that does not exist (an uninstalled env)."""
+        program = Path(self.argv()[0])
+        if not program.is_absolute() or program.exists():
+            return None
+        return (
+            f"{program} does not exist: run `make sync` in {REPO_ROOT} to create the environment "
+            f"{self.id} runs from."
+        )
 
 
 def load_registry(path: Path = DEFAULT_REGISTRY) -> dict[str, ServerSpec]:

@@ -46,6 +46,13 @@ async def test_request_carries_model_key_and_messages(fake, clean_env):
     assert fake.headers[0]["authorization"] == f"Bearer {KEY}"
 
 
+async def test_the_fake_can_answer_from_the_request(fake, clean_env):
+    use(clean_env, fake.env("MCP"))
+    fake.reply_with(lambda body: body["messages"][-1]["content"].upper())
+    assert await chat(conversation("Echo.", "shout this"), prefix="THINK") == "SHOUT THIS"
+    assert fake.pending == 0
+
+
 async def test_server_prefix_overrides_the_shared_settings(fake, clean_env):
     use(clean_env, {"MCP_LLM_BASE_URL": "http://127.0.0.1:9/v1", "MCP_LLM_MODEL_NAME": "other"})
     use(clean_env, {"MCP_LLM_API_KEY": KEY, **fake.env("CODE")})

@@ -3,6 +3,7 @@
     with FakeOpenAI(model="m", api_key="k") as fake:
         fake.answer("42")                       # the next request gets this completion
         fake.fail(429, retry_after="0")         # ... or this error
+        fake.reply_with(lambda body: "...")     # ... or what this function makes of the request
         monkeypatch.setenv("MCP_LLM_BASE_URL", fake.base_url)
         ...
         assert fake.requests[0]["messages"][-1]["content"] == "..."
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -32,6 +33,10 @@ from starlette.routing import Route
 from .loopback import LoopbackServer
 
 LLM_SUFFIXES = ("BASE_URL", "MODEL_NAME", "API_KEY", "TIMEOUT", "MAX_TOKENS")
+
+Responder = Callable[[dict[str, Any]], str]
+"""Makes a scripted completion's content from the request body (for agents whose next step
+depends on what the previous one saw, such as a browser agent reading a page)."""
 
 
 class FakeOpenAI:
@@ -49,12 +54,11 @@ class FakeOpenAI:
 
     def answer(self, content: str, finish_reason: str = "stop") -> None:
         """Script the next completion."""
-        choice = {
-            "index": 0,
-            "message": {"role": "assistant", "content": content},
-            "finish_reason": finish_reason,
-        }
-        self._push(200, {"id": "chatcmpl-fake", "object": "chat.completion", "choices": [choice]}, {})
+        self._push(200, _completion(content, finish_reason), {})
+
+    def reply_with(self, responder: Responder) -> None:
+        """Script the next completion as `responder(request_body)`, computed when the request arrives."""
+        self._push(200, responder, {})
 
     def fail(self, status: int, message: str = "scripted failure", retry_after: str | None = None) -> None:
         """Script the next reply as an API error."""
@@ -95,6 +99,8 @@ class FakeOpenAI:
             if not self._script:
                 return _error(500, "The fake has no scripted answer left.")
             status, reply, headers = self._script.popleft()
+        if callable(reply):
+            reply = _completion(reply(body), "stop")
         return JSONResponse(reply, status_code=status, headers=headers)
 
     def __enter__(self) -> FakeOpenAI:
@@ -103,6 +109,15 @@ class FakeOpenAI:
 
     def __exit__(self, *exc: object) -> None:
         self._loopback.stop()
+
+
+def _completion(content: str, finish_reason: str) -> dict[str, Any]:
+    choice = {
+        "index": 0,
+        "message": {"role": "assistant", "content": content},
+        "finish_reason": finish_reason,
+    }
+    return {"id": "chatcmpl-fake", "object": "chat.completion", "choices": [choice]}
 
 
 def _error(status: int, message: str) -> JSONResponse:

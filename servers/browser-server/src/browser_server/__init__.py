@@ -1,0 +1,1 @@
+"""browser-server: browser_use, the browser-use agent on Chromium."""

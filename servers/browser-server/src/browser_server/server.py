@@ -1,0 +1,337 @@
+"""browser-server: the browser-use agent (PyPI `browser-use`) driving the system Chromium with an
+OpenAI-compatible model (BROWSERUSE_LLM_*, each falling back to MCP_LLM_*).
+
+Each session keeps its own browser profile (cookies, storage, logins) for its lifetime, in a temp
+directory removed when the gateway ends the session; downloads land in the session workspace.
+The server runs from its own locked environment (servers/browser-server/.venv): browser-use pins
+exact versions of many packages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from gaia_kit import KitServer, Session, ToolFailure, run, session_of, stdout_to_stderr
+from gaia_kit.chromium import chromium_args, chromium_path, headless
+from gaia_kit.llm import LLMConfig, llm_config, llm_status, model_line
+from mcp.server.mcpserver import Context
+from pydantic import Field
+
+PREFIX = "BROWSERUSE"
+
+# browser-use reads these when imported: no telemetry, no cloud sync or hints, no PyPI version
+# check, no extension downloads, and no logging setup of its own (stdout carries the protocol).
+os.environ.update(
+    {
+        "ANONYMIZED_TELEMETRY": "false",
+        "BROWSER_USE_CLOUD_SYNC": "false",
+        "BROWSER_USE_VERSION_CHECK": "false",
+        "BROWSER_USE_CLOUD_HINTS": "false",
+        "BROWSER_USE_DISABLE_EXTENSIONS": "true",
+        "BROWSER_USE_SETUP_LOGGING": "false",
+    }
+)
+
+# Profiles and browser-use's own config live in one temp directory per server process.
+_ROOT = Path(tempfile.mkdtemp(prefix="browser-server-"))
+atexit.register(shutil.rmtree, _ROOT, ignore_errors=True)
+os.environ["BROWSER_USE_CONFIG_DIR"] = str(_ROOT / "config")
+
+server = KitServer(
+    "browser-server",
+    instructions=(
+        "browser_use hands a task in plain words to a browser agent (browser-use on Chromium) that "
+        "navigates, clicks, types and reads pages until it can answer; it returns the answer, the steps "
+        "taken and the URLs visited. get_browser_capabilities says what is configured."
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Limits:
+    task_timeout_s: float
+    max_steps: int
+    max_browsers: int
+    use_vision: bool
+
+
+def limits() -> Limits:
+    return Limits(
+        task_timeout_s=_positive("BROWSERUSE_TASK_TIMEOUT", 540.0, float),
+        max_steps=_positive("BROWSERUSE_MAX_STEPS", 100, int),
+        max_browsers=_positive("BROWSERUSE_MAX_BROWSERS", 4, int),
+        use_vision=os.environ.get("BROWSERUSE_USE_VISION", "true").strip().lower()
+        not in {"0", "false", "no", "off"},
+    )
+
+
+@server.tool()
+async def browser_use(
+    task: Annotated[str, Field(description="The task to perform using the browser automation agent")],
+    ctx: Context,
+    max_steps: Annotated[int, Field(description="Maximum number of steps for browser execution")] = 50,
+    extract_format: Annotated[
+        Literal["markdown", "json", "text"],
+        Field(description="Format for extracted content: 'markdown', 'json', or 'text'"),
+    ] = "markdown",
+) -> str:
+    """
+    Perform browser automation tasks using the browser-use package.
+
+    A browser agent (browser-use on Chromium, driven by the configured model) works on the task
+    step by step: navigating, clicking, typing, scrolling, reading pages. Returns its final answer,
+    the steps it took and the URLs it visited. The browser keeps cookies and logins for the rest of
+    the session; downloads are saved in the session workspace under downloads/.
+    """
+    if not task.strip():
+        raise ToolFailure("The task is empty; describe what the browser agent should do.")
+    config = _model_config()
+    bounds = limits()
+    steps = max(1, min(max_steps, bounds.max_steps))
+    session = session_of(ctx)
+    # One run at a time per session (one Chromium per profile), a bounded number per process.
+    async with _session_lock(session.id), _browsers(bounds.max_browsers):
+        report = await _run_agent(task, steps, config, session, bounds)
+    return _render(report, extract_format)
+
+
+@server.tool()
+async def get_browser_capabilities() -> str:
+    """
+    Get information about browser automation capabilities and configuration.
+    """
+    bounds = limits()
+    try:
+        browser = f"Browser: {chromium_path()} ({'headless' if headless() else 'headful, on ' + os.environ.get('DISPLAY', 'no DISPLAY')})."
+    except ToolFailure as exc:
+        browser = f"Browser: none. {exc}"
+    return "\n".join(
+        [
+            "browser_use runs the browser-use agent: navigate, click, type, scroll, read and extract page "
+            "content, switch tabs, download files, until it can answer the task.",
+            model_line(PREFIX),
+            browser,
+            f"Vision (screenshots sent to the model): {'on' if bounds.use_vision else 'off'} (BROWSERUSE_USE_VISION).",
+            f"Limits: at most {bounds.max_steps} steps (BROWSERUSE_MAX_STEPS), {bounds.task_timeout_s:.0f} s per task "
+            f"(BROWSERUSE_TASK_TIMEOUT), {bounds.max_browsers} browsers at once (BROWSERUSE_MAX_BROWSERS).",
+            "Each session has its own browser profile (cookies, logins), kept until the session ends; "
+            "downloads go to the session workspace under downloads/.",
+            "Output formats: markdown, json, text.",
+        ]
+    )
+
+
+@server.on_session_end
+def release_profile(session_id: str) -> None:
+    shutil.rmtree(_profile_dir(session_id), ignore_errors=True)
+    _locks.pop(session_id, None)
+
+
+@dataclass
+class Report:
+    task: str
+    result: str | None
+    done: bool
+    success: bool | None
+    steps: list[str]
+    urls: list[str]
+    errors: list[str]
+    note: str | None = None
+
+
+async def _run_agent(task: str, steps: int, config: LLMConfig, session: Session, bounds: Limits) -> Report:
+    from browser_use import Agent, BrowserSession
+
+    profile = _profile_dir(session.id)
+    profile.mkdir(parents=True, exist_ok=True)
+    browser = BrowserSession(
+        executable_path=chromium_path(),
+        headless=headless(),
+        args=chromium_args(),
+        chromium_sandbox=False,  # chromium_args() decides: --no-sandbox only as root
+        user_data_dir=str(profile / "chromium"),
+        downloads_path=str(session.workspace / "downloads"),
+        enable_default_extensions=False,
+        keep_alive=False,
+    )
+    agent = Agent(
+        task=task,
+        llm=_chat_model(config),
+        browser_session=browser,
+        use_vision=bounds.use_vision,
+        use_judge=False,  # a second model call per task, for browser-use's own evaluations
+        calculate_cost=False,  # would fetch a price list from the internet
+        generate_gif=False,
+        file_system_path=str(profile / "agent-files"),
+        llm_timeout=int(config.timeout_s),
+    )
+    note = None
+    with stdout_to_stderr():
+        try:
+            await asyncio.wait_for(agent.run(max_steps=steps), timeout=bounds.task_timeout_s)
+        except TimeoutError:
+            note = (
+                f"The browser agent stopped at its {bounds.task_timeout_s:.0f} s deadline "
+                "(BROWSERUSE_TASK_TIMEOUT); what it found so far is below."
+            )
+        finally:
+            await _close(browser)
+    return _report(task, agent.history, note, steps)
+
+
+def _report(task: str, history: Any, note: str | None, max_steps: int) -> Report:
+    steps = []
+    for number, item in enumerate(history.history, start=1):
+        actions = [
+            a.model_dump(exclude_none=True, mode="json")
+            for a in (item.model_output.action if item.model_output else [])
+        ]
+        goal = item.model_output.next_goal if item.model_output else None
+        described = "; ".join(_action_text(a) for a in actions) or "no action"
+        steps.append(
+            f"{number}. {described}"
+            + (f" (goal: {goal})" if goal else "")
+            + (f" at {item.state.url}" if item.state.url else "")
+        )
+    urls = list(dict.fromkeys(u for u in history.urls() if u and u != "about:blank"))
+    done = history.is_done()
+    if note is None and not done:
+        note = (
+            f"The browser agent did not finish within {max_steps} steps; raise max_steps or narrow the task."
+        )
+    return Report(
+        task=task,
+        result=history.final_result() if done else None,
+        done=done,
+        success=history.is_successful(),
+        steps=steps,
+        urls=urls,
+        errors=[e for e in history.errors() if e],
+        note=note,
+    )
+
+
+def _action_text(action: dict[str, Any]) -> str:
+    name, params = next(iter(action.items()))
+    if not isinstance(params, dict) or not params:
+        return name
+    shown = ", ".join(f"{k}={_short(v)}" for k, v in params.items())
+    return f"{name}({shown})"
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _render(report: Report, extract_format: str) -> str:
+    if extract_format == "json":
+        return json.dumps(report.__dict__, ensure_ascii=False, indent=2)
+    result = report.result if report.result is not None else "(no final answer)"
+    if extract_format == "text":
+        parts = [result]
+        if report.note:
+            parts.append(report.note)
+        parts.append("Steps:\n" + "\n".join(report.steps))
+        parts.append("URLs visited:\n" + "\n".join(report.urls or ["(none)"]))
+        return "\n\n".join(parts)
+    status = "done" if report.done else "not finished"
+    if report.success is False:
+        status += ", the agent reports it did not succeed"
+    lines = [f"## Result ({status})", "", result]
+    if report.note:
+        lines += ["", f"> {report.note}"]
+    lines += ["", f"## Steps ({len(report.steps)})", "", *report.steps]
+    lines += ["", "## URLs visited", "", *([f"- {u}" for u in report.urls] or ["(none)"])]
+    if report.errors:
+        lines += ["", "## Errors along the way", "", *[f"- {_short(e, 300)}" for e in report.errors]]
+    return "\n".join(lines)
+
+
+def _model_config() -> LLMConfig:
+    config = llm_config(PREFIX)
+    if config.missing:
+        raise ToolFailure(
+            f"No language model is configured for the browser agent: set {' and '.join(config.missing)} "
+            f"(and {PREFIX}_LLM_API_KEY or MCP_LLM_API_KEY if the endpoint needs a key)."
+        )
+    return config
+
+
+def _chat_model(config: LLMConfig) -> Any:
+    from browser_use import ChatOpenAI
+
+    base_url = re.sub(r"/chat/completions/?$", "", (config.base_url or "").rstrip("/"))
+    return ChatOpenAI(
+        model=config.model or "",
+        base_url=base_url,
+        # The OpenAI client insists on a key; keyless local endpoints (vLLM) ignore the header.
+        api_key=config.api_key or "no-key",
+        timeout=config.timeout_s,
+        max_retries=2,
+        max_completion_tokens=config.max_tokens or 4096,
+    )
+
+
+async def _close(browser: Any) -> None:
+    """Stop Chromium even when the run was cancelled: a leaked browser costs hundreds of MiB."""
+    try:
+        await asyncio.wait_for(browser.kill(), timeout=30)
+    except Exception:  # noqa: BLE001 - closing is best effort; the profile lock is released below
+        pass
+    for name in ("SingletonLock", "SingletonSocket", "SingletonCookie"):
+        (Path(browser.browser_profile.user_data_dir or "") / name).unlink(missing_ok=True)
+
+
+def _profile_dir(session_id: str) -> Path:
+    return _ROOT / "profiles" / re.sub(r"[^A-Za-z0-9_.-]", "_", session_id)
+
+
+_locks: dict[str, asyncio.Lock] = {}
+_semaphore: tuple[int, asyncio.Semaphore] | None = None
+
+
+def _session_lock(session_id: str) -> asyncio.Lock:
+    return _locks.setdefault(session_id, asyncio.Lock())
+
+
+def _browsers(count: int) -> asyncio.Semaphore:
+    global _semaphore
+    if _semaphore is None or _semaphore[0] != count:
+        _semaphore = (count, asyncio.Semaphore(count))
+    return _semaphore[1]
+
+
+def _positive(name: str, default: Any, kind: type) -> Any:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ToolFailure(f"{name} must be a positive number, not {raw!r}.")
+    return value
+
+
+def check() -> dict[str, Any]:
+    report = llm_status(PREFIX)
+    try:
+        report["notes"].append(f"browser {chromium_path()}, {'headless' if headless() else 'headful'}")
+    except ToolFailure as exc:
+        report["missing"].append(str(exc))
+    return report
+
+
+def main() -> None:
+    run(server, check=check)

@@ -1,0 +1,165 @@
+"""browser_use end to end: the gateway starts browser-server from its own environment, the agent
+drives the system Chromium to a page served on 127.0.0.1, and a loopback OpenAI fake plays the
+model: it navigates, reads the value from the page state browser-use sends it, and finishes."""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gaia_env.registry import load_registry
+from gaia_kit.fake_openai import LLM_SUFFIXES, FakeOpenAI
+from gaia_kit.loopback import LoopbackServer
+from gateway_harness import RunningGateway, launch
+from starlette.applications import Starlette
+from starlette.responses import HTMLResponse
+from starlette.routing import Route
+
+pytestmark = pytest.mark.slow
+
+CODE = secrets.token_hex(4)
+
+
+def page(_request: Any) -> HTMLResponse:
+    return HTMLResponse(
+        f"<html><head><title>Vault</title></head><body><h1>Vault</h1><p>The access code is {CODE}.</p></body></html>"
+    )
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[LoopbackServer]:
+    with LoopbackServer(Starlette(routes=[Route("/vault", page)])) as server:
+        yield server
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """No model settings from the machine leak into the gateway the test starts."""
+    for name in (f"{p}_LLM_{s}" for p in ("MCP", "BROWSERUSE") for s in LLM_SUFFIXES):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("BROWSERUSE_USE_VISION", "false")  # text-only model; no screenshots to send
+    return monkeypatch
+
+
+@pytest.fixture
+def fake(clean_env: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
+    with FakeOpenAI(model="fake-browser-model", api_key="sk-browser-secret") as server:
+        for name, value in server.env("BROWSERUSE").items():
+            clean_env.setenv(name, value)
+        yield server
+
+
+def start_gateway(tmp_path: Path) -> RunningGateway:
+    return launch(tmp_path, "--servers", "browser-server")
+
+
+def texts(result: dict) -> str:
+    return "\n".join(block["text"] for block in result["content"] if block["type"] == "text")
+
+
+def conversation_text(body: dict) -> str:
+    """Everything the agent told the model, flattened (content may be a list of parts)."""
+    parts = []
+    for message in body["messages"]:
+        content = message["content"]
+        if isinstance(content, str):
+            parts.append(content)
+        else:
+            parts.extend(part.get("text", "") for part in content if isinstance(part, dict))
+    return "\n".join(parts)
+
+
+def step(action: dict, goal: str) -> str:
+    return json.dumps({"evaluation_previous_goal": "", "memory": "", "next_goal": goal, "action": [action]})
+
+
+def navigate_to_task_url(body: dict) -> str:
+    url = re.search(r"http://127\.0\.0\.1:\d+/vault", conversation_text(body)).group(0)
+    return step({"navigate": {"url": url, "new_tab": False}}, "open the vault page")
+
+
+def report_code(body: dict) -> str:
+    # The latest user message carries the browser state: the page as the agent sees it now.
+    latest = conversation_text({"messages": [body["messages"][-1]]})
+    found = re.search(r"access code is (\w+)", latest)
+    text = found.group(1) if found else "the page did not show a code"
+    return step({"done": {"text": text, "success": bool(found)}}, "report the code")
+
+
+def test_registered_as_stateful_with_its_own_environment() -> None:
+    spec = load_registry()["browser-server"]
+    assert spec.stateful
+    assert spec.argv()[0].endswith("servers/browser-server/.venv/bin/python")
+    assert spec.missing_program() is None, spec.missing_program()
+
+
+def test_browser_use_reads_a_value_from_a_local_page(
+    tmp_path: Path, fake: FakeOpenAI, site: LoopbackServer
+) -> None:
+    fake.reply_with(navigate_to_task_url)
+    fake.reply_with(report_code)
+    gateway = start_gateway(tmp_path)
+    try:
+        task = f"Open {site.url('/vault')} and tell me the access code shown there."
+        result = gateway.call("browser_use", {"task": task, "max_steps": 5}, timeout=300)
+        body = texts(result)
+        assert not result.get("isError"), body
+        assert CODE in body.split("## Steps")[0], body
+        assert site.url("/vault") in body.split("## URLs visited")[1], body
+
+        assert "Model: fake-browser-model." in texts(gateway.call("get_browser_capabilities"))
+    finally:
+        gateway.stop()
+    # The model saw the right model name and key, and got the page's text from the agent.
+    assert [r["model"] for r in fake.requests] == ["fake-browser-model"] * 2
+    assert fake.headers[0]["authorization"] == "Bearer sk-browser-secret"
+    assert fake.pending == 0
+
+
+def test_json_format_and_the_deadline(
+    tmp_path: Path, fake: FakeOpenAI, site: LoopbackServer, clean_env: pytest.MonkeyPatch
+) -> None:
+    clean_env.setenv("BROWSERUSE_TASK_TIMEOUT", "8")
+    for _ in range(40):  # a model that keeps waiting, never finishing
+        fake.reply_with(lambda body: step({"wait": {"seconds": 3}}, "wait for the page"))
+    gateway = start_gateway(tmp_path)
+    try:
+        task = f"Open {site.url('/vault')} and wait."
+        result = gateway.call("browser_use", {"task": task, "extract_format": "json"}, timeout=300)
+        report = json.loads(texts(result))
+        assert report["done"] is False and report["result"] is None
+        assert "deadline" in report["note"] and "BROWSERUSE_TASK_TIMEOUT" in report["note"]
+        assert report["steps"], report
+        # The server is still serving, and the browser is gone (no Chromium left under the gateway).
+        assert "browser_use" in texts(gateway.call("get_browser_capabilities"))
+        assert not [pid for pid in gateway.server_pids() if "chrom" in _name(pid)]
+    finally:
+        gateway.stop()
+
+
+def test_without_a_model_the_error_names_the_variables(tmp_path: Path, clean_env: pytest.MonkeyPatch) -> None:
+    gateway = start_gateway(tmp_path)
+    try:
+        result = gateway.call("browser_use", {"task": "Open example.org"})
+        assert result["isError"]
+        message = texts(result)
+        assert "BROWSERUSE_LLM_BASE_URL (or MCP_LLM_BASE_URL)" in message
+        assert "BROWSERUSE_LLM_MODEL_NAME (or MCP_LLM_MODEL_NAME)" in message
+        capabilities = texts(gateway.call("get_browser_capabilities"))
+        assert "No model configured" in capabilities and "chromium" in capabilities.lower()
+    finally:
+        gateway.stop()
+
+
+def _name(pid: int) -> str:
+    import psutil
+
+    try:
+        return psutil.Process(pid).name().lower()
+    except psutil.Error:
+        return ""
