@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -51,6 +52,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--max-body-mb", type=float, default=16.0, help="request body limit in MiB")
     serve.add_argument("--log-level", default=os.environ.get("GAIA_LOG_LEVEL", "info"))
+    serve.add_argument(
+        "--vnc",
+        action="store_true",
+        default=os.environ.get("GAIA_VNC", "").lower() in {"1", "true", "yes", "on"},
+        help="run the browsers headful on a virtual display and show it at http://HOST:5901/vnc.html",
+    )
+    serve.add_argument(
+        "--vnc-host", help="address of the VNC web page (GAIA_VNC_HOST; needs GAIA_VNC_PASSWORD)"
+    )
+    serve.add_argument("--vnc-port", type=int, help="port of the VNC web page (GAIA_VNC_PORT, default 5901)")
     serve.set_defaults(handler=cmd_serve)
 
     tools = sub.add_parser("tools", help="list the tools of the selected servers")
@@ -133,8 +144,6 @@ def make_gateway(args: argparse.Namespace) -> Gateway:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
     token = os.environ.get("MCP_AUTH_TOKEN") or None
     if not is_loopback(args.host) and not token and not args.insecure:
         print(
@@ -144,6 +153,40 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
         return 2
     logs.configure(args.log_level)
+    vnc = None
+    if args.vnc:
+        from .vnc import VncConfig, VncError, VncView
+
+        try:
+            vnc = VncView(VncConfig.from_env(args.vnc_host, args.vnc_port))
+            # Before the gateway exists: it hands this environment to every server it starts.
+            os.environ.update(vnc.start())
+        except (VncError, OSError, ValueError) as exc:
+            print(f"gaia-env: the VNC view did not start: {exc}", file=sys.stderr)
+            return 2
+        print(f"gaia-env: VNC view at {vnc.url}", file=sys.stderr)
+        _stop_on_sigterm(vnc)
+    try:
+        return _serve(args, token)
+    finally:
+        if vnc:
+            vnc.stop()
+
+
+def _stop_on_sigterm(vnc: Any) -> None:
+    """uvicorn ends by re-raising the SIGTERM it handled, which would skip `finally`: stop the view first."""
+
+    def stop_then_die(sig: int, frame: Any) -> None:
+        vnc.stop()
+        signal.signal(sig, signal.SIG_DFL)
+        signal.raise_signal(sig)
+
+    signal.signal(signal.SIGTERM, stop_then_die)
+
+
+def _serve(args: argparse.Namespace, token: str | None) -> int:
+    import uvicorn
+
     gateway = make_gateway(args)
     http = HttpConfig(
         host=args.host,

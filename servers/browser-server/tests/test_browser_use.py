@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -15,25 +17,37 @@ import pytest
 from gaia_env.registry import load_registry
 from gaia_kit.fake_openai import LLM_SUFFIXES, FakeOpenAI
 from gaia_kit.loopback import LoopbackServer
-from gateway_harness import RunningGateway, launch
+from gateway_harness import RunningGateway, free_port, launch
 from starlette.applications import Starlette
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
+from vnc_viewer import vnc_colour_fraction
 
 pytestmark = pytest.mark.slow
 
 CODE = secrets.token_hex(4)
+MAGENTA = (255, 0, 170)
 
 
 def page(_request: Any) -> HTMLResponse:
     return HTMLResponse(
-        f"<html><head><title>Vault</title></head><body><h1>Vault</h1><p>The access code is {CODE}.</p></body></html>"
+        "<html><head><title>Vault</title></head><body><h1>Vault</h1>"
+        f"<p>The access code is {CODE}.</p></body></html>"
+    )
+
+
+def colour_page(_request: Any) -> HTMLResponse:
+    """A page a person watching can tell from afar: all magenta."""
+    return HTMLResponse(
+        "<html><head><title>Colour</title></head><body style='margin:0;background:rgb(255,0,170)'>"
+        "<div style='width:100vw;height:100vh'>The access code is magenta.</div></body></html>"
     )
 
 
 @pytest.fixture(scope="module")
 def site() -> Iterator[LoopbackServer]:
-    with LoopbackServer(Starlette(routes=[Route("/vault", page)])) as server:
+    routes = [Route("/vault", page), Route("/colour", colour_page)]
+    with LoopbackServer(Starlette(routes=routes)) as server:
         yield server
 
 
@@ -79,7 +93,7 @@ def step(action: dict, goal: str) -> str:
 
 
 def navigate_to_task_url(body: dict) -> str:
-    url = re.search(r"http://127\.0\.0\.1:\d+/vault", conversation_text(body)).group(0)
+    url = re.search(r"http://127\.0\.0\.1:\d+/\w+", conversation_text(body)).group(0)
     return step({"navigate": {"url": url, "new_tab": False}}, "open the vault page")
 
 
@@ -119,6 +133,37 @@ def test_browser_use_reads_a_value_from_a_local_page(
     assert [r["model"] for r in fake.requests] == ["fake-browser-model"] * 2
     assert fake.headers[0]["authorization"] == "Bearer sk-browser-secret"
     assert fake.pending == 0
+
+
+def test_with_vnc_the_browser_runs_headful_on_the_display_people_watch(
+    tmp_path: Path, fake: FakeOpenAI, site: LoopbackServer
+) -> None:
+    showing, seen = threading.Event(), threading.Event()
+
+    def look_then_finish(body: dict) -> str:
+        # The agent waits for this answer with the page open: the viewer looks now.
+        showing.set()
+        seen.wait(120)
+        return report_code(body)
+
+    fake.reply_with(navigate_to_task_url)
+    fake.reply_with(look_then_finish)
+    port = free_port()
+    gateway = launch(tmp_path, "--servers", "browser-server", "--vnc", "--vnc-port", str(port))
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            task = f"Open {site.url('/colour')} and tell me the access code."
+            call = pool.submit(gateway.call, "browser_use", {"task": task, "max_steps": 5}, timeout=300)
+            assert showing.wait(120), gateway.log()[-3000:]
+            try:
+                fraction = vnc_colour_fraction(f"http://127.0.0.1:{port}/vnc.html?autoconnect=true", MAGENTA)
+            finally:
+                seen.set()
+            body = texts(call.result())
+        assert fraction >= 0.3, f"only {fraction:.0%} of the VNC screen shows the agent's page"
+        assert "magenta" in body.split("## Steps")[0], body
+    finally:
+        gateway.stop()
 
 
 def test_json_format_and_the_deadline(
