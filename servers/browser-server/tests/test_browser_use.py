@@ -44,9 +44,26 @@ def colour_page(_request: Any) -> HTMLResponse:
     )
 
 
+def set_cookie(request: Any) -> HTMLResponse:
+    response = HTMLResponse("<html><body><p>The access code is stored.</p></body></html>")
+    response.set_cookie("code", request.query_params["code"], max_age=3600)  # a login, not a session cookie
+    return response
+
+
+def show_cookie(request: Any) -> HTMLResponse:
+    return HTMLResponse(
+        f"<html><body><p>The access code is {request.cookies.get('code', 'unset')}.</p></body></html>"
+    )
+
+
 @pytest.fixture(scope="module")
 def site() -> Iterator[LoopbackServer]:
-    routes = [Route("/vault", page), Route("/colour", colour_page)]
+    routes = [
+        Route("/vault", page),
+        Route("/colour", colour_page),
+        Route("/set", set_cookie),
+        Route("/show", show_cookie),
+    ]
     with LoopbackServer(Starlette(routes=routes)) as server:
         yield server
 
@@ -93,7 +110,7 @@ def step(action: dict, goal: str) -> str:
 
 
 def navigate_to_task_url(body: dict) -> str:
-    url = re.search(r"http://127\.0\.0\.1:\d+/\w+", conversation_text(body)).group(0)
+    url = re.search(r"http://127\.0\.0\.1:\d+/[\w?=]+", conversation_text(body)).group(0)
     return step({"navigate": {"url": url, "new_tab": False}}, "open the vault page")
 
 
@@ -133,6 +150,28 @@ def test_browser_use_reads_a_value_from_a_local_page(
     assert [r["model"] for r in fake.requests] == ["fake-browser-model"] * 2
     assert fake.headers[0]["authorization"] == "Bearer sk-browser-secret"
     assert fake.pending == 0
+
+
+def test_each_session_keeps_its_own_browser_profile(
+    tmp_path: Path, fake: FakeOpenAI, site: LoopbackServer
+) -> None:
+    gateway = start_gateway(tmp_path)
+
+    def browse(session: str, path: str) -> str:
+        fake.reply_with(navigate_to_task_url)
+        fake.reply_with(report_code)
+        task = f"Open {site.url(path)} and tell me the access code."
+        result = gateway.call(
+            "browser_use", {"task": task, "max_steps": 4}, headers={"X-Session-Id": session}, timeout=300
+        )
+        return texts(result).split("## Steps")[0]
+
+    try:
+        assert "stored" in browse("alice", "/set?code=alpha")
+        assert "alpha" in browse("alice", "/show")  # the cookie outlives the call, within the session
+        assert "unset" in browse("bob", "/show")  # and never reaches another session
+    finally:
+        gateway.stop()
 
 
 def test_with_vnc_the_browser_runs_headful_on_the_display_people_watch(

@@ -159,6 +159,9 @@ async def _run_agent(task: str, steps: int, config: LLMConfig, session: Session,
         args=chromium_args(),
         chromium_sandbox=False,  # chromium_args() decides: --no-sandbox only as root
         user_data_dir=str(profile / "chromium"),
+        # Chromium keeps cookies in memory for up to 30 s and a stopped browser may not write them;
+        # browser-use saves cookies and storage here when it stops and loads them when it starts.
+        storage_state=str(profile / "storage_state.json"),
         downloads_path=str(session.workspace / "downloads"),
         enable_default_extensions=False,
         keep_alive=False,
