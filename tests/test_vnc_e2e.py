@@ -8,17 +8,30 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
+from gaia_kit.loopback import LoopbackServer
 from gateway_harness import PROBE_REGISTRY, free_port, launch, write_registry
+from starlette.applications import Starlette
+from starlette.responses import HTMLResponse
+from starlette.routing import Route
+from vnc_viewer import MAGENTA, magenta_page, vnc_colour_fraction
 
 pytestmark = pytest.mark.slow
 
 VIEW_PROGRAMS = ("Xvfb", "x11vnc", "websockify")
+MS_PLAYWRIGHT = """
+[servers.ms-playwright]
+command = ["{python}", "-m", "ms_playwright"]
+stateful = true
+"""
 
 
 def view_processes(gateway_pid: int) -> dict[str, int]:
     found = {}
     for child in psutil.Process(gateway_pid).children(recursive=True):
-        line = " ".join(child.cmdline())
+        try:
+            line = " ".join(child.cmdline())
+        except psutil.Error:  # websockify's finished per-connection children linger as zombies
+            continue
         for name in VIEW_PROGRAMS:
             if name in line.split(" ")[0] or f"/usr/bin/{name}" in line:
                 found[name] = child.pid
@@ -51,6 +64,13 @@ def test_serve_vnc_runs_the_view_gives_servers_the_display_and_stops_it_all(tmp_
         if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
     ]
     assert not alive, f"left running after shutdown: {alive}"
+    # Nor anything they forked: no process anywhere still serves this view's port.
+    serving = [
+        p.pid
+        for p in psutil.process_iter(["cmdline"])
+        if f"127.0.0.1:{port}" in " ".join(p.info["cmdline"] or [])
+    ]
+    assert not serving, f"still serving the view after shutdown: {serving}"
 
 
 def test_a_view_that_cannot_start_stops_serve_with_a_clear_message(tmp_path: Path) -> None:
@@ -65,3 +85,25 @@ def test_a_view_that_cannot_start_stops_serve_with_a_clear_message(tmp_path: Pat
     )
     assert gateway.proc.wait(30) == 2
     assert "the VNC view did not start" in gateway.log() and "GAIA_NOVNC_DIR" in gateway.log()
+
+
+def test_the_view_shows_the_page_ms_playwright_opened(tmp_path: Path) -> None:
+    """The chain: an agent navigates with ms-playwright; a person opens noVNC and sees that page."""
+    app = Starlette(routes=[Route("/", lambda _: HTMLResponse(magenta_page("Watched live.")))])
+    registry = write_registry(tmp_path / "browsers.toml", MS_PLAYWRIGHT)
+    port = free_port()
+    with LoopbackServer(app) as site:
+        gateway = launch(
+            tmp_path,
+            *("--config", str(registry), "--vnc", "--vnc-port", str(port)),
+            env={"PLAYWRIGHT_ALLOW": "127.0.0.1"},  # the test page is on loopback, which SSRF rules refuse
+        )
+        try:
+            result = gateway.call(
+                "browser_navigate", {"url": site.url("/")}, headers={"X-Session-Id": "agent"}
+            )
+            assert not result.get("isError"), result
+            fraction = vnc_colour_fraction(f"http://127.0.0.1:{port}/vnc.html?autoconnect=true", MAGENTA)
+            assert fraction >= 0.3, f"only {fraction:.0%} of the VNC screen shows the agent's page"
+        finally:
+            gateway.stop()

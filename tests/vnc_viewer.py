@@ -9,6 +9,15 @@ from gaia_kit.chromium import launch_options
 from PIL import Image
 
 Colour = tuple[int, int, int]
+MAGENTA: Colour = (255, 0, 170)
+
+
+def magenta_page(text: str) -> str:
+    """A page a person watching can tell from afar: all magenta, with `text` for the agent to read."""
+    return (
+        "<html><head><title>Colour</title></head><body style='margin:0;background:rgb(255,0,170)'>"
+        f"<div style='width:100vw;height:100vh'>{text}</div></body></html>"
+    )
 
 
 def colour_fraction(png: bytes, colour: Colour, tolerance: int = 40) -> float:

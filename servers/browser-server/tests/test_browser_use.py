@@ -21,12 +21,11 @@ from gateway_harness import RunningGateway, free_port, launch
 from starlette.applications import Starlette
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
-from vnc_viewer import vnc_colour_fraction
+from vnc_viewer import MAGENTA, magenta_page, vnc_colour_fraction
 
 pytestmark = pytest.mark.slow
 
 CODE = secrets.token_hex(4)
-MAGENTA = (255, 0, 170)
 
 
 def page(_request: Any) -> HTMLResponse:
@@ -37,11 +36,7 @@ def page(_request: Any) -> HTMLResponse:
 
 
 def colour_page(_request: Any) -> HTMLResponse:
-    """A page a person watching can tell from afar: all magenta."""
-    return HTMLResponse(
-        "<html><head><title>Colour</title></head><body style='margin:0;background:rgb(255,0,170)'>"
-        "<div style='width:100vw;height:100vh'>The access code is magenta.</div></body></html>"
-    )
+    return HTMLResponse(magenta_page("The access code is magenta."))
 
 
 def set_cookie(request: Any) -> HTMLResponse:
