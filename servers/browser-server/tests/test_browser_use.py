@@ -242,3 +242,14 @@ def _name(pid: int) -> str:
         return psutil.Process(pid).name().lower()
     except psutil.Error:
         return ""
+
+
+def test_a_bad_setting_is_named(tmp_path: Path, fake: FakeOpenAI, clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("BROWSERUSE_TASK_TIMEOUT", "soon")
+    gateway = start_gateway(tmp_path)
+    try:
+        result = gateway.call("browser_use", {"task": "Open example.org"})
+        assert result["isError"] and "BROWSERUSE_TASK_TIMEOUT is set to 'soon'" in texts(result)
+        assert fake.requests == []
+    finally:
+        gateway.stop()

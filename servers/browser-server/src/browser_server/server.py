@@ -24,7 +24,8 @@ from gaia_kit import KitServer, Session, ToolFailure, run, session_of, stdout_to
 from gaia_kit.chromium import chromium_args, chromium_path, headless
 from gaia_kit.llm import LLMConfig, llm_config, llm_status, model_line
 from mcp.server.mcpserver import Context
-from pydantic import Field
+from pydantic import Field, PositiveFloat, PositiveInt, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PREFIX = "BROWSERUSE"
 
@@ -56,22 +57,30 @@ server = KitServer(
 )
 
 
-@dataclass(frozen=True)
-class Limits:
-    task_timeout_s: float
-    max_steps: int
-    max_browsers: int
-    use_vision: bool
+class Limits(BaseSettings):
+    """BROWSERUSE_TASK_TIMEOUT, BROWSERUSE_MAX_STEPS, BROWSERUSE_MAX_BROWSERS, BROWSERUSE_USE_VISION."""
+
+    model_config = SettingsConfigDict(env_prefix="BROWSERUSE_", extra="ignore")
+
+    task_timeout: PositiveFloat = 540.0
+    """Seconds for one browser_use call; the agent is stopped there."""
+    max_steps: PositiveInt = 100
+    """Ceiling on the max_steps argument."""
+    max_browsers: PositiveInt = 4
+    """Chromium instances one server process runs at once; further calls wait."""
+    use_vision: bool = True
+    """Send screenshots to the model (false for text-only models)."""
 
 
 def limits() -> Limits:
-    return Limits(
-        task_timeout_s=_positive("BROWSERUSE_TASK_TIMEOUT", 540.0, float),
-        max_steps=_positive("BROWSERUSE_MAX_STEPS", 100, int),
-        max_browsers=_positive("BROWSERUSE_MAX_BROWSERS", 4, int),
-        use_vision=os.environ.get("BROWSERUSE_USE_VISION", "true").strip().lower()
-        not in {"0", "false", "no", "off"},
-    )
+    try:
+        return Limits()
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        name = f"BROWSERUSE_{str(error['loc'][0]).upper()}"
+        raise ToolFailure(
+            f"{name} is set to {error.get('input')!r}, which is not valid: {error['msg']}."
+        ) from None
 
 
 @server.tool()
@@ -121,7 +130,7 @@ async def get_browser_capabilities() -> str:
             model_line(PREFIX),
             browser,
             f"Vision (screenshots sent to the model): {'on' if bounds.use_vision else 'off'} (BROWSERUSE_USE_VISION).",
-            f"Limits: at most {bounds.max_steps} steps (BROWSERUSE_MAX_STEPS), {bounds.task_timeout_s:.0f} s per task "
+            f"Limits: at most {bounds.max_steps} steps (BROWSERUSE_MAX_STEPS), {bounds.task_timeout:.0f} s per task "
             f"(BROWSERUSE_TASK_TIMEOUT), {bounds.max_browsers} browsers at once (BROWSERUSE_MAX_BROWSERS).",
             "Each session has its own browser profile (cookies, logins), kept until the session ends; "
             "downloads go to the session workspace under downloads/.",
@@ -180,10 +189,10 @@ async def _run_agent(task: str, steps: int, config: LLMConfig, session: Session,
     note = None
     with stdout_to_stderr():
         try:
-            await asyncio.wait_for(agent.run(max_steps=steps), timeout=bounds.task_timeout_s)
+            await asyncio.wait_for(agent.run(max_steps=steps), timeout=bounds.task_timeout)
         except TimeoutError:
             note = (
-                f"The browser agent stopped at its {bounds.task_timeout_s:.0f} s deadline "
+                f"The browser agent stopped at its {bounds.task_timeout:.0f} s deadline "
                 "(BROWSERUSE_TASK_TIMEOUT); what it found so far is below."
             )
         finally:
@@ -312,19 +321,6 @@ def _browsers(count: int) -> asyncio.Semaphore:
     if _semaphore is None or _semaphore[0] != count:
         _semaphore = (count, asyncio.Semaphore(count))
     return _semaphore[1]
-
-
-def _positive(name: str, default: Any, kind: type) -> Any:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = kind(raw)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise ToolFailure(f"{name} must be a positive number, not {raw!r}.")
-    return value
 
 
 def check() -> dict[str, Any]:
