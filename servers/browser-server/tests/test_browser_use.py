@@ -253,3 +253,23 @@ def test_a_bad_setting_is_named(tmp_path: Path, fake: FakeOpenAI, clean_env: pyt
         assert fake.requests == []
     finally:
         gateway.stop()
+
+
+def test_a_model_that_always_fails_is_one_clear_error(
+    tmp_path: Path, fake: FakeOpenAI, site: LoopbackServer
+) -> None:
+    for _ in range(40):
+        fake.fail(400, "This model does not support response_format json_schema.")
+    gateway = start_gateway(tmp_path)
+    try:
+        task = f"Open {site.url('/vault')} and tell me the access code."
+        result = gateway.call(
+            "browser_use", {"task": task, "max_steps": 3, "extract_format": "json"}, timeout=300
+        )
+        message = texts(result)
+        assert result["isError"], message
+        assert "failed at every step" in message and "json_schema" in message
+        # The server is still serving.
+        assert "browser_use" in texts(gateway.call("get_browser_capabilities"))
+    finally:
+        gateway.stop()

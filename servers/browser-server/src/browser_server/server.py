@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import hashlib
 import json
 import os
 import re
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import psutil
 from gaia_kit import KitServer, Session, ToolFailure, run, session_of, stdout_to_stderr
 from gaia_kit.chromium import chromium_args, chromium_path, headless
 from gaia_kit.llm import LLMConfig, llm_config, llm_status, model_line
@@ -161,13 +163,14 @@ async def _run_agent(task: str, steps: int, config: LLMConfig, session: Session,
     from browser_use import Agent, BrowserSession
 
     profile = _profile_dir(session.id)
+    user_data_dir = profile / "chromium"
     profile.mkdir(parents=True, exist_ok=True)
     browser = BrowserSession(
         executable_path=chromium_path(),
         headless=headless(),
         args=chromium_args(),
         chromium_sandbox=False,  # chromium_args() decides: --no-sandbox only as root
-        user_data_dir=str(profile / "chromium"),
+        user_data_dir=str(user_data_dir),
         # Chromium keeps cookies in memory for up to 30 s and a stopped browser may not write them;
         # browser-use saves cookies and storage here when it stops and loads them when it starts.
         storage_state=str(profile / "storage_state.json"),
@@ -196,8 +199,21 @@ async def _run_agent(task: str, steps: int, config: LLMConfig, session: Session,
                 "(BROWSERUSE_TASK_TIMEOUT); what it found so far is below."
             )
         finally:
-            await _close(browser)
+            await _close(browser, user_data_dir)
+    if note is None and _model_never_answered(agent.history):
+        first = next(e for e in agent.history.errors() if e)
+        raise ToolFailure(
+            f"The browser agent failed at every step (first error: {_short(first, 300)}); check that the "
+            f"model {config.model} at {config.sources['BASE_URL']} answers and supports JSON-schema "
+            "output (response_format json_schema)."
+        )
     return _report(task, agent.history, note, steps)
+
+
+def _model_never_answered(history: Any) -> bool:
+    """Every step the model was asked for failed (step 0 is browser-use opening the task's URL itself)."""
+    asked = [h for h in history.history if not (h.metadata and h.metadata.step_number == 0)]
+    return bool(asked) and not history.is_done() and all(any(r.error for r in h.result) for h in asked)
 
 
 def _report(task: str, history: Any, note: str | None, max_steps: int) -> Report:
@@ -294,18 +310,27 @@ def _chat_model(config: LLMConfig) -> Any:
     )
 
 
-async def _close(browser: Any) -> None:
+async def _close(browser: Any, user_data_dir: Path) -> None:
     """Stop Chromium even when the run was cancelled: a leaked browser costs hundreds of MiB."""
     try:
         await asyncio.wait_for(browser.kill(), timeout=30)
-    except Exception:  # noqa: BLE001 - closing is best effort; the profile lock is released below
+    except Exception:  # noqa: BLE001 - whatever browser-use left running is killed below
         pass
+    flag = f"--user-data-dir={user_data_dir}"
+    for process in psutil.Process().children(recursive=True):
+        try:
+            if flag in process.cmdline():
+                process.kill()
+        except psutil.Error:
+            continue
     for name in ("SingletonLock", "SingletonSocket", "SingletonCookie"):
-        (Path(browser.browser_profile.user_data_dir or "") / name).unlink(missing_ok=True)
+        (user_data_dir / name).unlink(missing_ok=True)
 
 
 def _profile_dir(session_id: str) -> Path:
-    return _ROOT / "profiles" / re.sub(r"[^A-Za-z0-9_.-]", "_", session_id)
+    # Readable, and the hash keeps ids that differ only in unusual characters apart.
+    digest = hashlib.sha256(session_id.encode()).hexdigest()[:12]
+    return _ROOT / "profiles" / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', session_id)[:40]}-{digest}"
 
 
 _locks: dict[str, asyncio.Lock] = {}
