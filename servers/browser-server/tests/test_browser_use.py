@@ -7,12 +7,16 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import shutil
+import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from gaia_env.registry import load_registry
 from gaia_kit.fake_openai import LLM_SUFFIXES, FakeOpenAI
@@ -147,10 +151,12 @@ def test_browser_use_reads_a_value_from_a_local_page(
     assert fake.pending == 0
 
 
-def test_each_session_keeps_its_own_browser_profile(
+def test_each_session_keeps_its_own_browser_profile_until_it_ends(
     tmp_path: Path, fake: FakeOpenAI, site: LoopbackServer
 ) -> None:
-    gateway = start_gateway(tmp_path)
+    # The server's TMPDIR, to watch its profiles go; short, as Chromium puts a unix socket under it.
+    server_tmp = Path(tempfile.mkdtemp(prefix="bs-"))
+    gateway = launch(tmp_path, "--servers", "browser-server", env={"TMPDIR": str(server_tmp)})
 
     def browse(session: str, path: str) -> str:
         fake.reply_with(navigate_to_task_url)
@@ -165,8 +171,18 @@ def test_each_session_keeps_its_own_browser_profile(
         assert "stored" in browse("alice", "/set?code=alpha")
         assert "alpha" in browse("alice", "/show")  # the cookie outlives the call, within the session
         assert "unset" in browse("bob", "/show")  # and never reaches another session
+        profiles = lambda: list(server_tmp.glob("browser-server-*/profiles/alice-*"))  # noqa: E731
+        assert profiles()
+        ended = httpx.delete(gateway.url, headers=gateway.headers(**{"X-Session-Id": "alice"}))
+        assert ended.json() == {"ended": True}
+        deadline = time.monotonic() + 30
+        while profiles() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not profiles(), "the profile outlived its session"
+        assert "unset" in browse("alice", "/show")  # a new session of the same name starts clean
     finally:
         gateway.stop()
+        shutil.rmtree(server_tmp, ignore_errors=True)
 
 
 def test_with_vnc_the_browser_runs_headful_on_the_display_people_watch(
