@@ -8,6 +8,7 @@ import json
 import re
 
 import pytest
+from gaia_kit.server import SessionEndedParams
 from gaia_kit.testing import failed, ok, session_call
 from ms_playwright.browser import host
 from ms_playwright.server import server
@@ -303,8 +304,9 @@ async def test_two_sessions_keep_their_own_cookies_and_tabs(site, kit_env):
         assert "- 1: (current) []" in ok(await alice("browser_tabs", action="list"))
         bobs = ok(await bob("browser_tabs", action="list"))
         assert "- 0: (current) [Who]" in bobs and "- 1:" not in bobs
+    # The gateway's session_ended notification closes each context.
     for session_id in ("alice", "bob"):
-        await host.end_session(session_id)
+        await server._session_ended(None, SessionEndedParams(session_id=session_id))
     assert "alice" not in host.sessions and "bob" not in host.sessions
 
 
