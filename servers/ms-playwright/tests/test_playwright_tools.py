@@ -263,6 +263,12 @@ async def test_ssrf_refusals(browse, site):
     assert "[GET] http://10.0.0.1/secret => [failed: net::" in ok(await browse("browser_network_requests"))
 
 
+async def test_websockets_pass_the_proxy_only_to_allowed_hosts(browse, site):
+    ok(await browse("browser_navigate", url=site.url("/socket")))
+    shown = ok(await browse("browser_wait_for", text="local:echo hi"))
+    assert "private:refused" in shown and "private:echo" not in shown
+
+
 async def test_a_page_that_never_finishes_loading_gets_a_bounded_answer(browse, site):
     shown = ok(await browse("browser_navigate", url=site.url("/never")))
     assert "did not finish loading within 3 s" in shown and "Partial content arrived" in shown

@@ -362,7 +362,9 @@ class BrowserHost:
     async def _make_room(self) -> None:
         limit = max(1, get_playwright_settings().max_contexts)
         while len(self.sessions) >= limit:
-            oldest = min(self.sessions.values(), key=lambda s: s.last_used)
+            # The least recently used session, sparing one whose call is running.
+            idle = [s for s in self.sessions.values() if not s.lock.locked()] or list(self.sessions.values())
+            oldest = min(idle, key=lambda s: s.last_used)
             logger.warning("closing session %s's browser context: %d contexts open", oldest.id, limit)
             self._evicted.add(oldest.id)
             await self.close_session(oldest.id)
