@@ -343,3 +343,17 @@ async def test_a_crashed_browser_is_relaunched(browse, site):
     await host.call(crash)
     shown = ok(await browse("browser_navigate", url=site.url("/form")))
     assert "browser restart" in shown and "- Page Title: Form" in shown
+
+
+async def test_an_action_the_element_refuses_says_what_failed(browse, site):
+    page = ok(await browse("browser_navigate", url=site.url("/form")))
+    message = failed(
+        await browse("browser_type", element="Send button", ref=ref_of(page, 'button "Send"'), text="x")
+    )
+    assert "Typing into Send button failed" in message
+    message = failed(
+        await browse(
+            "browser_select_option", element="Name", ref=ref_of(page, 'textbox "Name"'), values=["a"]
+        )
+    )
+    assert "Selecting in Name failed" in message

@@ -67,14 +67,16 @@ async def _act(ctx: Context, what: str, action: Callable[[Tab], Awaitable[str]])
     return await _in_session(ctx, work)
 
 
-async def _on_element(ctx: Context, ref: str, done: str, do: Callable[[Locator], Awaitable[Any]]) -> str:
-    """Act on one element of the current tab's latest snapshot."""
+async def _on_element(
+    ctx: Context, ref: str, doing: str, done: str, do: Callable[[Locator], Awaitable[Any]]
+) -> str:
+    """Act on one element of the current tab's latest snapshot; `doing` names it in an error."""
 
     async def action(tab: Tab) -> str:
         await do(await tab.locate(ref))
         return done
 
-    return await _act(ctx, done, action)
+    return await _act(ctx, doing, action)
 
 
 @server.tool()
@@ -174,7 +176,8 @@ async def browser_click(
     async def click(target: Locator) -> None:
         await (target.dblclick(**options) if doubleClick else target.click(**options))
 
-    return await _on_element(ctx, ref, f"{'Double-clicked' if doubleClick else 'Clicked'} {element}", click)
+    verb = "Double-click" if doubleClick else "Click"
+    return await _on_element(ctx, ref, f"{verb}ing {element}", f"{verb}ed {element}", click)
 
 
 @server.tool()
@@ -204,13 +207,17 @@ async def browser_type(
         if submit:
             await target.press("Enter")
 
-    return await _on_element(ctx, ref, f"Typed {len(text)} characters into {element}", type_in)
+    return await _on_element(
+        ctx, ref, f"Typing into {element}", f"Typed {len(text)} characters into {element}", type_in
+    )
 
 
 @server.tool()
 async def browser_hover(element: Element, ref: Ref, ctx: Context) -> str:
     """Hover over element on page"""
-    return await _on_element(ctx, ref, f"Hovered over {element}", lambda target: target.hover())
+    return await _on_element(
+        ctx, ref, f"Hovering over {element}", f"Hovered over {element}", lambda target: target.hover()
+    )
 
 
 @server.tool()
@@ -258,7 +265,11 @@ async def browser_select_option(
     """Select an option in a dropdown"""
     shown = ", ".join(json.dumps(v) for v in values)
     return await _on_element(
-        ctx, ref, f"Selected {shown} in {element}", lambda target: target.select_option(values)
+        ctx,
+        ref,
+        f"Selecting in {element}",
+        f"Selected {shown} in {element}",
+        lambda t: t.select_option(values),
     )
 
 
