@@ -357,3 +357,16 @@ async def test_an_action_the_element_refuses_says_what_failed(browse, site):
         )
     )
     assert "Selecting in Name failed" in message
+
+
+async def test_a_download_over_the_cap_is_discarded(browse, site, kit_env, monkeypatch):
+    monkeypatch.setenv("PLAYWRIGHT_MAX_DOWNLOAD_BYTES", "4")
+    get_playwright_settings.cache_clear()
+    try:
+        page = ok(await browse("browser_navigate", url=site.url("/download")))
+        clicked = ok(await browse("browser_click", element="report", ref=ref_of(page, "Get the report")))
+        assert "discarded: 8 bytes is over PLAYWRIGHT_MAX_DOWNLOAD_BYTES (4)" in clicked
+        assert not (kit_env.workspace / "downloads" / "report.csv").exists()
+    finally:
+        monkeypatch.delenv("PLAYWRIGHT_MAX_DOWNLOAD_BYTES")
+        get_playwright_settings.cache_clear()

@@ -205,9 +205,18 @@ class BrowserSession:
             target, n = folder / f"{stem}-{n}{suffix}", n + 1
         target = self.paths.resolve(str(target), write=True)
         try:
+            finished = await download.path()  # Chromium's own copy, once the download completes
+            size = finished.stat().st_size
+            cap = get_playwright_settings().max_download_bytes
+            if size > cap:
+                await download.delete()
+                self.downloads.append(
+                    f"Download of {download.url[:200]} discarded: {size} bytes is over PLAYWRIGHT_MAX_DOWNLOAD_BYTES ({cap})."
+                )
+                return
             await download.save_as(target)
             self.downloads.append(f"Downloaded {download.url[:200]} to {target}")
-        except PlaywrightError as exc:
+        except (PlaywrightError, OSError) as exc:
             self.downloads.append(f"Download of {download.url[:200]} failed: {first_line(exc)}")
 
 

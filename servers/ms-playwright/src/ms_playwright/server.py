@@ -609,26 +609,29 @@ async def _resume(session: BrowserSession, tab: Tab, done: str) -> str:
 async def browser_console_messages(ctx: Context) -> str:
     """Returns all console messages"""
 
-    async def work(session: BrowserSession) -> str:
-        tab = session.tab
-        if tab is None or not tab.console:
-            return "No console messages."
+    def lines(tab: Tab) -> list[str]:
         tab.console_reported = len(tab.console)
-        return truncate("\n".join(tab.console), get_settings().max_output_chars)
+        return tab.console
 
-    return await _in_session(ctx, work)
+    return await _listing(ctx, "No console messages.", lines)
 
 
 @server.tool()
 async def browser_network_requests(ctx: Context) -> str:
     """Returns all network requests since loading the page"""
+    return await _listing(
+        ctx,
+        "No network requests.",
+        lambda tab: [f"[{e.method}] {e.url[:500]} => [{e.status}]" for e in tab.requests.values()],
+    )
+
+
+async def _listing(ctx: Context, empty: str, lines: Callable[[Tab], list[str]]) -> str:
+    """One of the current tab's logs, capped."""
 
     async def work(session: BrowserSession) -> str:
-        tab = session.tab
-        if tab is None or not tab.requests:
-            return "No network requests."
-        lines = [f"[{e.method}] {e.url[:500]} => [{e.status}]" for e in tab.requests.values()]
-        return truncate("\n".join(lines), get_settings().max_output_chars)
+        shown = lines(session.tab) if session.tab is not None else []
+        return truncate("\n".join(shown), get_settings().max_output_chars) if shown else empty
 
     return await _in_session(ctx, work)
 
