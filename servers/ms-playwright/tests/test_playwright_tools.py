@@ -370,3 +370,9 @@ async def test_a_download_over_the_cap_is_discarded(browse, site, kit_env, monke
     finally:
         monkeypatch.delenv("PLAYWRIGHT_MAX_DOWNLOAD_BYTES")
         get_playwright_settings.cache_clear()
+
+
+async def test_simultaneous_first_calls_of_a_session_share_one_context(browse, site):
+    shown = await asyncio.gather(*(browse("browser_tabs", action="new") for _ in range(3)))
+    assert all(not result.is_error for result in shown)
+    assert "- 2:" in ok(await browse("browser_tabs", action="list"))

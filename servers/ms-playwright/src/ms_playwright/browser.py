@@ -249,6 +249,7 @@ class BrowserHost:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread_lock = threading.Lock()
         self._launch_lock: asyncio.Lock | None = None
+        self._create_lock: asyncio.Lock | None = None
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
         self._guard: UrlGuard | None = None
@@ -348,6 +349,14 @@ class BrowserHost:
         found = self.sessions.get(session.id)
         if found is not None:
             return found
+        if self._create_lock is None:
+            self._create_lock = asyncio.Lock()
+        # Two first calls of one session at once must not open two contexts: create one at a time.
+        async with self._create_lock:
+            found = self.sessions.get(session.id)
+            return found if found is not None else await self._create(browser, session)
+
+    async def _create(self, browser: Browser, session: Session) -> BrowserSession:
         await self._make_room()
         settings = get_playwright_settings()
         context = await browser.new_context(
