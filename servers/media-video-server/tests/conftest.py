@@ -13,7 +13,6 @@ from starlette.staticfiles import StaticFiles
 
 no_llm, fake = llm_fixtures("VIDEO", model="fake-vision", api_key="sk-video-secret")
 
-SENTENCE = "The museum opens on Monday morning"
 COLOURS = ("red", "blue", "green")
 
 
@@ -59,17 +58,9 @@ def cuts(kit_env):
     return colour_cuts(kit_env.workspace / "cuts.mp4")
 
 
-@pytest.fixture(scope="session")
-def speech(tmp_path_factory):
-    """An espeak-ng recording of SENTENCE, as WAV."""
-    path = tmp_path_factory.mktemp("speech") / "sentence.wav"
-    subprocess.run(["espeak-ng", "-s", "140", "-w", str(path), SENTENCE], check=True, capture_output=True)
-    return path
-
-
 @pytest.fixture
 def talking(kit_env, speech):
-    """talk.mp4 in the workspace: a test pattern with SENTENCE spoken on its audio track."""
+    """talk.mp4 in the workspace: a test pattern with the kit's spoken sentence on its audio track."""
     target = kit_env.workspace / "talk.mp4"
     pattern = ["-f", "lavfi", "-i", "testsrc=s=320x240:r=10"]
     ffmpeg(*pattern, "-i", str(speech), "-shortest", "-pix_fmt", "yuv420p", "-c:a", "aac", str(target))

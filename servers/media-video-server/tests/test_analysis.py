@@ -1,19 +1,14 @@
 """analyze_video and summarize_video against the loopback OpenAI fake, which checks the request:
 the model, the question, one image part per sampled frame, and the transcript in the prompt."""
 
-import base64
-import io
 import json
 import re
 
 import pytest
-from gaia_kit.testing import failed, ok
+from gaia_kit.testing import SPOKEN_SENTENCE, failed, ok, sent_content
 from media_video_server import ask
-from PIL import Image
 
 pytestmark = pytest.mark.anyio
-
-SENTENCE = "The museum opens on Monday morning"
 
 
 def words(text: str) -> list[str]:
@@ -21,15 +16,9 @@ def words(text: str) -> list[str]:
 
 
 def sent(request):
-    """(the text parts joined, the images) of the user message."""
-    parts = request["messages"][-1]["content"]
-    images = []
-    for part in parts:
-        if part["type"] == "image_url":
-            url = part["image_url"]["url"]
-            assert url.startswith(("data:image/png;base64,", "data:image/jpeg;base64,"))
-            images.append(Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))).convert("RGB"))
-    return "\n".join(p["text"] for p in parts if p["type"] == "text"), images
+    """(the text parts joined, the images in RGB) of the user message."""
+    texts, images = sent_content(request)
+    return "\n".join(texts), [image.convert("RGB") for image in images]
 
 
 async def test_frames_and_the_spoken_words_reach_the_model(call, kit_env, talking, fake, monkeypatch):
@@ -43,7 +32,7 @@ async def test_frames_and_the_spoken_words_reach_the_model(call, kit_env, talkin
     prompt, images = sent(request)
     assert "Question: When does the museum open?" in prompt
     transcript = prompt.split("Transcript of the audio (times in the video):", 1)[1].split("Frame at")[0]
-    assert set(words(SENTENCE)) <= set(words(transcript))
+    assert set(words(SPOKEN_SENTENCE)) <= set(words(transcript))
     assert len(images) == len(re.findall(r"Frame at \d\d:\d\d\.\d\d", prompt)) >= 2
     assert images[0].size == (320, 240)
 

@@ -11,9 +11,7 @@ neither block the event loop (callers run them in a worker thread) nor leave a p
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
-import signal
 import subprocess
 import tempfile
 from collections.abc import AsyncIterator
@@ -26,6 +24,7 @@ from .blocking import run_blocking
 from .errors import ToolFailure
 from .http import shared_http
 from .paths import PathGuard
+from .process import run_in_group
 from .settings import get_settings
 
 
@@ -114,31 +113,14 @@ def run_tool(args: list[str], *, what: str, timeout: float, timeout_setting: str
     At the deadline the whole process group is killed and the sentence names `timeout_setting`,
     followed by `advice` (what the agent can do: trim the file, ask for a shorter range).
     """
-    process = subprocess.Popen(
-        args,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,  # its own process group: the deadline kills every child too
-    )
     try:
-        out, err = process.communicate(timeout=timeout)
+        done = run_in_group(args, timeout=timeout)
     except subprocess.TimeoutExpired:
-        _kill_group(process)
         raise ToolFailure(
             f"{what} took longer than {timeout:.0f} s and was stopped ({timeout_setting}); {advice}."
         ) from None
-    except BaseException:  # cancelled or interrupted: leave nothing running
-        _kill_group(process)
-        raise
-    if process.returncode != 0:
-        lines = [line for line in err.decode("utf-8", "replace").splitlines() if line.strip()]
-        reason = lines[-1].strip() if lines else f"exit status {process.returncode}"
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.decode("utf-8", "replace").splitlines() if line.strip()]
+        reason = lines[-1].strip() if lines else f"exit status {done.returncode}"
         raise ToolFailure(f"{what} failed: {reason[:300].rstrip('.')}.")
-    return out
-
-
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.communicate()
+    return done.stdout
