@@ -98,3 +98,15 @@ async def test_model_errors_come_back_without_the_key(call, kit_env, cuts, fake)
     fake.fail(400, "too many images sk-video-secret")
     message = failed(await call("analyze_video", video_url="cuts.mp4", question="?"))
     assert "HTTP 400" in message and "sk-video-secret" not in message
+
+
+async def test_an_ffmpeg_past_its_deadline_is_one_sentence(call, kit_env, slow, fake, monkeypatch):
+    from media_video_server import video
+
+    usual = video.FFMPEG_TIMEOUT_S
+    monkeypatch.setattr(video, "FFMPEG_TIMEOUT_S", 0.05)
+    message = failed(await call("analyze_video", video_url="slow.mp4", question="?", sample_rate=1))
+    assert "was stopped (VIDEO_FFMPEG_TIMEOUT_S)" in message and "ExceptionGroup" not in message
+    monkeypatch.setattr(video, "FFMPEG_TIMEOUT_S", usual)
+    fake.answer("Still serving.")
+    assert "Still serving." in ok(await call("analyze_video", video_url="slow.mp4", question="?", end_time=2))

@@ -133,16 +133,17 @@ async def test_dataset_videos_are_read_and_frames_go_to_the_workspace(call, kit_
 
 
 async def test_size_limit_and_ffmpeg_deadline(call, kit_env, cuts, slow, monkeypatch):
+    usual_bytes, usual_timeout = video.MAX_BYTES, video.FFMPEG_TIMEOUT_S
     monkeypatch.setattr(video, "MAX_BYTES", 1000)
     assert "over the" in (
         message := failed(await call("extract_keyframes", video_path="cuts.mp4", target_time=1))
     )
     assert "VIDEO_MAX_BYTES" in message
-    monkeypatch.undo()
+    monkeypatch.setattr(video, "MAX_BYTES", usual_bytes)
     monkeypatch.setattr(video, "FFMPEG_TIMEOUT_S", 0.2)
     message = failed(await call("extract_keyframes", video_path="slow.mp4", target_time=30, window_size=60))
     assert "was stopped (VIDEO_FFMPEG_TIMEOUT_S)" in message
-    monkeypatch.undo()
+    monkeypatch.setattr(video, "FFMPEG_TIMEOUT_S", usual_timeout)
     assert ok(await call("extract_keyframes", video_path="cuts.mp4", target_time=1, window_size=1))
 
 

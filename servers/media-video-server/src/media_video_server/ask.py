@@ -81,19 +81,28 @@ async def gather(
         with tempfile.TemporaryDirectory(prefix=".video-", dir=guard.workspace) as scratch:
             images: list[str | None] = [None] * len(times)
             heard: dict[str, str | None] = {}
-            async with anyio.create_task_group() as group:
-                # Frames in up to `workers` ffmpeg processes at once, beside the transcription.
-                batches = min(workers, MAX_WORKERS, len(times))
-                for b in range(batches):
-                    group.start_soon(
-                        _frames, clip, times, list(range(b, len(times), batches)), Path(scratch), images
-                    )
-                group.start_soon(_transcript, clip, info, first, last, Path(scratch), heard)
+            try:
+                async with anyio.create_task_group() as group:
+                    # Frames in up to `workers` ffmpeg processes at once, beside the transcription.
+                    batches = min(workers, MAX_WORKERS, len(times))
+                    for b in range(batches):
+                        picks = list(range(b, len(times), batches))
+                        group.start_soon(_frames, clip, times, picks, Path(scratch), images)
+                    group.start_soon(_transcript, clip, info, first, last, Path(scratch), heard)
+            except ExceptionGroup as failures:
+                raise _first(failures) from None
     urls = [url for url in images if url]
     if not urls:
         raise ToolFailure(f"ffmpeg found no frames in {clip.shown} between {first:g} s and {last:g} s.")
     kept = [t for t, url in zip(times, images, strict=True) if url]
     return Evidence(clip.shown, info, first, last, kept, urls, heard.get("text"), heard.get("note") or "")
+
+
+def _first(error: BaseException) -> BaseException:
+    """The first real failure inside a task group's exception group: its sentence is the answer."""
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error
 
 
 async def _frames(
