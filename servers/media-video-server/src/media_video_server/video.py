@@ -3,8 +3,7 @@
 Inputs come through gaia_kit.media (path guard, or the kit's HTTP client into the workspace, with
 VIDEO_MAX_BYTES as the cap). ffmpeg runs through the kit too: a subprocess in its own process group,
 killed at VIDEO_FFMPEG_TIMEOUT_S. Frames are taken by seeking to each time, so a long video costs
-the frames asked for, not a decode of the whole file; only scene detection decodes its window, at a
-small size.
+the frames asked for, not a decode of the whole file; only scene detection decodes its window.
 """
 
 from __future__ import annotations
@@ -22,9 +21,6 @@ from gaia_kit.media import MediaFile, binary, document_kind, opened_media, run_t
 
 FFMPEG_TIMEOUT_S = float(os.environ.get("VIDEO_FFMPEG_TIMEOUT_S", "300"))
 MAX_BYTES = int(os.environ.get("VIDEO_MAX_BYTES", str(256 * 2**20)))
-# Scene detection compares frames at this width: cuts show just as clearly, and it is several times
-# cheaper than comparing 720p or 1080p frames.
-SCENE_WIDTH = 320
 # Seek a hair before a frame's printed time: pts_time is rounded, and seeking past the real
 # timestamp by a microsecond would give the next frame.
 SEEK_EARLY_S = 0.001
@@ -136,7 +132,9 @@ def uniform_times(start: float, end: float, count: int) -> list[float]:
 def scene_changes(video: MediaFile, start: float, end: float, threshold: float) -> list[tuple[float, float]]:
     """(time, score) of every frame in [start, end) that differs from the one before by more than
     `threshold` (ffmpeg's scene score, 0 to 1)."""
-    graph = f"scale='min({SCENE_WIDTH},iw)':-2,select='gt(scene,{threshold})',metadata=print:file=-"
+    # Scored at full size: ffmpeg's scene score is cheap next to decoding, and scaling frames down first
+    # cost more CPU than it saved (benchmarks/video_keyframes.py).
+    graph = f"select='gt(scene,{threshold})',metadata=print:file=-"
     args = ["-ss", f"{start:.3f}", "-t", f"{end - start:.3f}", "-i", str(video.path)]
     out = ffmpeg(
         [*args, "-an", "-sn", "-dn", "-vf", graph, "-f", "null", "-"],
