@@ -13,7 +13,9 @@ In a server's tests/conftest.py:
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import io
 import json
 import os
 import subprocess
@@ -75,6 +77,34 @@ async def session_call(server: MCPServer, workspace: Path, session_id: str = "s1
             return await client.call_tool(name, arguments, meta=meta)
 
         yield invoke
+
+
+SPOKEN_SENTENCE = "The museum opens on Monday morning"
+
+
+@pytest.fixture(scope="session")
+def speech(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An espeak-ng recording of SPOKEN_SENTENCE, as WAV, for the transcription tests."""
+    path = tmp_path_factory.mktemp("speech") / "sentence.wav"
+    command = ["espeak-ng", "-s", "140", "-w", str(path), SPOKEN_SENTENCE]
+    subprocess.run(command, check=True, capture_output=True)
+    return path
+
+
+def sent_content(request: dict[str, Any]) -> tuple[list[str], list[Any]]:
+    """(text parts, images) of the last message of a chat request a fake received; each image is
+    decoded from its data URL with Pillow, and must be a PNG or JPEG one."""
+    from PIL import Image
+
+    texts, images = [], []
+    for part in request["messages"][-1]["content"]:
+        if part["type"] == "text":
+            texts.append(part["text"])
+        elif part["type"] == "image_url":
+            url = part["image_url"]["url"]
+            assert url.startswith(("data:image/png;base64,", "data:image/jpeg;base64,")), url[:40]
+            images.append(Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))))
+    return texts, images
 
 
 def text(result: Any) -> str:
