@@ -73,6 +73,9 @@ def make_pdf(pages: list[str]) -> bytes:
     return data
 
 
+PDF = make_pdf(["Quarterly report page one", "Revenue grew 12 percent"])
+
+
 class FakeWeb:
     def __init__(self, slow_s: float = 3.0) -> None:
         self.slow_s = slow_s
@@ -134,8 +137,7 @@ class FakeWeb:
             return Response("<html><head><title>Blank</title></head><body><script>x()</script></body></html>",
                             media_type="text/html")  # fmt: skip
         if path == "doc.pdf":
-            return Response(make_pdf(["Quarterly report page one", "Revenue grew 12 percent"]),
-                            media_type="application/pdf")  # fmt: skip
+            return Response(PDF, media_type="application/pdf")
         if path == "blob.bin":
             return Response(bytes(range(256)) * 8, media_type="application/octet-stream")
         if path == "png-as-text.txt":
@@ -204,3 +206,7 @@ class FakeWeb:
             found["images"] = ["https://example.org/images/lander.png"] if body.get("include_images") else []
             results.append(found)
         return JSONResponse({"results": results, "failed_results": failed, "response_time": 0.02})
+
+
+# Addresses the SSRF guard must refuse even while tests allow-list 127.0.0.1 for their fakes.
+REFUSED_HOSTS = ["10.0.0.1", "169.254.169.254", "[::1]", "192.168.1.1", "metadata.google.internal"]
