@@ -98,7 +98,10 @@ class HttpSettings(BaseSettings):
     max_redirects: int = 5
     max_bytes: int = 50 * 1024 * 1024
     per_host_limit: int = 8
-    host_limits: str = "*.wikipedia.org=1,*.wikimedia.org=1,*.wiktionary.org=1,export.arxiv.org=1"
+    host_limits: str = (
+        "*.wikipedia.org=1,*.wikimedia.org=1,*.wiktionary.org=1,export.arxiv.org=1,"
+        "archive.org=2,*.archive.org=2"
+    )
     """Concurrent requests per process for these hosts (`*.` matches subdomains, which share one limit)."""
     host_intervals: str = "export.arxiv.org=3"
     """Seconds between the starts of two requests to these hosts (arXiv asks for 3)."""
