@@ -55,6 +55,15 @@ async def test_json_output(fake_web, call, kit_env):
     )
 
 
+async def test_text_output_has_no_markdown(fake_web, call):
+    answer = ok(
+        await call(
+            "download_file", url=fake_web.url("/blob.bin"), output_file_path="t.bin", output_format="text"
+        )
+    )
+    assert answer.startswith("Download complete\n") and "Size: 2,048 bytes" in answer and "**" not in answer
+
+
 @pytest.mark.parametrize("path", ["../../etc/passwd", "/etc/passwd", "../s2/stolen.bin"])
 async def test_paths_outside_the_workspace_are_refused(fake_web, call, kit_env, path):
     assert "outside the allowed directories" in failed(

@@ -22,6 +22,7 @@ import httpx
 from gaia_kit import KitServer, PathGuard, ToolFailure, run, run_blocking, session_of
 from gaia_kit.args import OutputFormat
 from gaia_kit.http import HttpResponse, shared_http
+from gaia_kit.output import formatted
 from mcp.server.mcpserver import Context
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -96,7 +97,7 @@ async def download_file(
     report = {"url": url, **report, "saved_to": paths.display(target)}
     if timeout > seconds:
         report["notes"].append(f"timeout {timeout} s was lowered to {seconds} s (DOWNLOAD_MAX_TIMEOUT_S).")
-    return _render(report, output_format)
+    return formatted({"success": True, **report}, output_format, _report_md)
 
 
 @server.tool()
@@ -200,21 +201,20 @@ def _finish(temporary: Path, target: Path, response: HttpResponse) -> dict[str, 
     }
 
 
-def _render(report: dict[str, Any], output_format: str) -> str:
-    if output_format == "json":
-        return json.dumps({"success": True, **report}, indent=2, ensure_ascii=False)
-    bold = "**" if output_format == "markdown" else ""
-    lines = ["# Download complete" if output_format == "markdown" else "Download complete", ""]
-    lines.append(f"{bold}Saved to:{bold} {report['saved_to']}")
-    lines.append(f"{bold}Size:{bold} {report['bytes']:,} bytes")
+def _report_md(report: dict[str, Any]) -> str:
     declared = report["server_content_type"]
     said = f" (server said {declared})" if declared and declared != report["content_type"] else ""
-    lines.append(f"{bold}Type:{bold} {report['content_type']}{said}")
-    lines.append(f"{bold}URL:{bold} {report['url']}")
+    lines = [
+        "# Download complete",
+        "",
+        f"**Saved to:** {report['saved_to']}",
+        f"**Size:** {report['bytes']:,} bytes",
+        f"**Type:** {report['content_type']}{said}",
+        f"**URL:** {report['url']}",
+    ]
     if report["final_url"] != report["url"]:
-        lines.append(f"{bold}Redirected to:{bold} {report['final_url']}")
-    lines += [f"Note: {note}" for note in report["notes"]]
-    return "\n".join(lines)
+        lines.append(f"**Redirected to:** {report['final_url']}")
+    return "\n".join(lines + [f"Note: {note}" for note in report["notes"]])
 
 
 def check() -> dict[str, Any]:

@@ -20,6 +20,7 @@ from gaia_kit import KitServer, ToolFailure, page, run, run_blocking, truncate
 from gaia_kit.args import MaxLength, OutputFormat, StartIndex
 from gaia_kit.extract import document_text
 from gaia_kit.http import HttpFailure, HttpResponse, shared_http
+from gaia_kit.output import formatted
 from gaia_kit.text import sniff_encoding
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -91,7 +92,7 @@ async def list_archived_versions(
             + (f" (at most {cap} per call, WAYBACK_MAX_VERSIONS)." if wanted == cap else ".")
         )
     found = {"url": site, "count": len(versions), "versions": versions, "notes": notes}
-    return page(_render(found, output_format, _versions_md))
+    return page(formatted(found, output_format, _versions_md))
 
 
 @server.tool()
@@ -134,7 +135,7 @@ async def get_archived_content(
         found["content"] = truncate(
             found["content"], settings.truncate_chars, note="Pass truncate_content=false to read it all."
         )
-    return page(_render(found, output_format, _content_md), start_index, max_length)
+    return page(formatted(found, output_format, _content_md), start_index, max_length)
 
 
 @server.tool()
@@ -264,15 +265,6 @@ def _content(
 
 
 # --- output ---------------------------------------------------------------------------------------
-
-
-def _render(found: dict[str, Any], output_format: str, markdown: Any) -> str:
-    if output_format == "json":
-        return json.dumps(found, indent=2, ensure_ascii=False)
-    text = markdown(found)
-    if output_format == "text":
-        text = re.sub(r"^#+ |\*\*", "", text, flags=re.M)
-    return text
 
 
 def _versions_md(found: dict[str, Any]) -> str:
