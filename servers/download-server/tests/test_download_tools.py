@@ -86,6 +86,16 @@ async def test_file_names_are_made_safe(fake_web, call, kit_env, path, saved):
     assert files_in(kit_env.workspace) == [saved]
 
 
+async def test_a_link_out_of_the_workspace_is_refused(fake_web, call, kit_env, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (kit_env.workspace / "link").symlink_to(outside)
+    message = failed(
+        await call("download_file", url=fake_web.url("/blob.bin"), output_file_path="link/x.bin")
+    )
+    assert "outside the allowed directories" in message and list(outside.iterdir()) == []
+
+
 async def test_an_absolute_path_inside_the_workspace_is_fine(fake_web, call, kit_env):
     target = kit_env.workspace / "abs.bin"
     ok(await call("download_file", url=fake_web.url("/blob.bin"), output_file_path=str(target)))

@@ -90,7 +90,7 @@ async def download_file(
         if into_folder:
             target = paths.resolve(str(folder / _name_of(response)), write=True)
         _check_free(paths, target, overwrite)  # again: the name may be new, or another call took it
-        report = await run_blocking(_finish, Path(temporary), target, response)
+        report = await run_blocking(_finish, Path(temporary), target, response, overwrite)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
@@ -175,8 +175,8 @@ def _check_free(paths: PathGuard, target: Path, overwrite: bool) -> None:
 # --- the file -------------------------------------------------------------------------------------
 
 
-def _finish(temporary: Path, target: Path, response: HttpResponse) -> dict[str, Any]:
-    """Sniff the complete file, then rename it into place."""
+def _finish(temporary: Path, target: Path, response: HttpResponse, overwrite: bool) -> dict[str, Any]:
+    """Sniff the complete file, then move it into place (without overwrite, only if the name is free)."""
     with temporary.open("rb") as handle:
         head = handle.read(8192)
     size = temporary.stat().st_size
@@ -191,7 +191,7 @@ def _finish(temporary: Path, target: Path, response: HttpResponse) -> dict[str, 
     if size == 0:
         notes.append("The server sent an empty file.")
     os.chmod(temporary, 0o644)
-    os.replace(temporary, target)
+    _place(temporary, target, overwrite)
     return {
         "final_url": response.url,
         "bytes": size,
@@ -199,6 +199,25 @@ def _finish(temporary: Path, target: Path, response: HttpResponse) -> dict[str, 
         "server_content_type": declared or None,
         "notes": notes,
     }
+
+
+def _place(temporary: Path, target: Path, overwrite: bool) -> None:
+    """Move the file into place; without overwrite, only while the name is still free."""
+    if overwrite:
+        os.replace(temporary, target)
+        return
+    try:
+        os.link(temporary, target)  # unlike a rename, fails if the name was taken meanwhile
+        return
+    except FileExistsError:
+        pass
+    except OSError:  # a file system without hard links: check, then rename
+        if not target.exists():
+            os.replace(temporary, target)
+            return
+    raise ToolFailure(
+        f"{target} appeared while downloading; pass overwrite=true, or choose another output_file_path."
+    )
 
 
 def _report_md(report: dict[str, Any]) -> str:
