@@ -55,7 +55,9 @@ async def test_failures_are_one_sentence(fake_web, call, path, words):
 async def test_a_slow_site_times_out(fake_web, call, monkeypatch):
     monkeypatch.setenv("GAIA_HTTP_TOTAL_TIMEOUT_S", "0.5")
     kit_http.forget_shared_http()
-    assert "did not finish answering within 0.5 s" in failed(await call("read_url", url=fake_web.url("/slow")))
+    assert "did not finish answering within 0.5 s" in failed(
+        await call("read_url", url=fake_web.url("/slow"))
+    )
 
 
 async def test_not_a_web_address(fake_web, call):
