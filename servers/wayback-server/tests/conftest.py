@@ -74,6 +74,7 @@ class FakeWayback:
         self.requests: list[tuple[str, dict[str, str]]] = []
         self._throttled = 0
         self.forgetful = False  # the real availability API sometimes answers "nothing" for archived URLs
+        self.available_down = False  # ... or fails
         app = Starlette(
             routes=[
                 Route("/wayback/available", self._available),
@@ -103,6 +104,8 @@ class FakeWayback:
     async def _available(self, request: Request) -> Response:
         if busy := self._busy(request):
             return busy
+        if self.available_down:
+            return PlainTextResponse("Service Unavailable", 503)
         q = request.query_params
         found = None if self.forgetful else nearest(q["url"], q.get("timestamp", "99991231"))
         snapshots = {}

@@ -73,9 +73,11 @@ async def test_a_wrong_endpoint_names_the_setting(wayback, call, monkeypatch):
     assert "answered 404; check WAYBACK_AVAILABILITY_URL" in message
 
 
-async def test_the_snapshot_time_comes_from_waybacks_redirect(wayback, call):
-    # The availability API sometimes finds nothing; the id_ form then redirects to the capture it has.
-    wayback.forgetful = True
+@pytest.mark.parametrize("trouble", ["forgetful", "available_down"])
+async def test_the_snapshot_time_comes_from_waybacks_redirect(wayback, call, monkeypatch, trouble):
+    # The availability API sometimes finds nothing, or fails; the id_ form then redirects to a capture.
+    monkeypatch.setenv("GAIA_HTTP_RETRIES", "0")
+    setattr(wayback, trouble, True)
     answer = json.loads(
         ok(
             await call(

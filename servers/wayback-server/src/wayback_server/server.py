@@ -200,9 +200,13 @@ def _cdx_rows(response: HttpResponse) -> list[dict[str, str]]:
 
 async def _nearest(site: str, wanted: str, settings: WaybackSettings) -> tuple[str, str] | None:
     """(timestamp, original URL) of the capture the availability API finds nearest, or None."""
-    response = await _get(
-        settings.availability_url, "WAYBACK_AVAILABILITY_URL", {"url": site, "timestamp": wanted}
-    )
+    params = {"url": site, "timestamp": wanted}
+    try:
+        response = await _get(settings.availability_url, "WAYBACK_AVAILABILITY_URL", params)
+    except HttpFailure as exc:
+        if exc.status == 429 or exc.status >= 500:
+            return None  # the id_ form finds the nearest capture too, by redirecting to it
+        raise
     answer = response.json()
     closest = (answer.get("archived_snapshots") or {}).get("closest") if isinstance(answer, dict) else None
     if not closest or not closest.get("available", True) or not closest.get("timestamp"):
