@@ -121,7 +121,7 @@ async def test_a_file_over_the_size_limit_leaves_nothing(fake_web, call, kit_env
     message = failed(
         await call("download_file", url=fake_web.url("/bytes/5000"), output_file_path="big/b.bin")
     )
-    assert "larger than 1,000 bytes" in message
+    assert "larger than 1,000 bytes (DOWNLOAD_MAX_BYTES); nothing was saved" in message
     assert files_in(kit_env.workspace) == []
 
 

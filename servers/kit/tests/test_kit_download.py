@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from gaia_kit import ToolFailure
 from gaia_kit.fake_web import FakeWeb
-from gaia_kit.http import HttpClient, HttpFailure, HttpSettings
+from gaia_kit.http import HttpClient, HttpFailure, HttpSettings, TooLarge
 
 pytestmark = pytest.mark.anyio
 
@@ -62,3 +62,11 @@ async def test_small_downloads_replay_offline_and_large_ones_are_not_recorded(we
         )
         with pytest.raises(ToolFailure, match="No recorded answer"):
             await http.download(web.url("/bytes/5000"), tmp_path / "big-again")
+
+
+async def test_the_cap_holds_for_recorded_answers_too(web, tmp_path):
+    async with HttpClient(settings(tmp_path)) as http:
+        await http.download(web.url("/bytes/500"), tmp_path / "first")
+        with pytest.raises(TooLarge, match="larger than 100 bytes"):
+            await http.download(web.url("/bytes/500"), tmp_path / "again", max_bytes=100)
+    assert len(web.requests) == 1

@@ -21,7 +21,7 @@ from urllib.parse import unquote
 import httpx
 from gaia_kit import KitServer, PathGuard, ToolFailure, run, run_blocking, session_of
 from gaia_kit.args import OutputFormat
-from gaia_kit.http import HttpResponse, shared_http
+from gaia_kit.http import HttpResponse, TooLarge, shared_http
 from gaia_kit.output import formatted
 from mcp.server.mcpserver import Context
 from pydantic import Field
@@ -84,9 +84,15 @@ async def download_file(
     handle, temporary = tempfile.mkstemp(dir=folder, prefix=".download-", suffix=".part")
     os.close(handle)
     try:
-        response = await shared_http().download(
-            url, Path(temporary), max_bytes=settings.max_bytes, timeout_s=seconds
-        )
+        try:
+            response = await shared_http().download(
+                url, Path(temporary), max_bytes=settings.max_bytes, timeout_s=seconds
+            )
+        except TooLarge:
+            raise ToolFailure(
+                f"The file at {url[:200]} is larger than {settings.max_bytes:,} bytes (DOWNLOAD_MAX_BYTES); "
+                "nothing was saved. Find a smaller file, or ask for the limit to be raised."
+            ) from None
         if into_folder:
             target = paths.resolve(str(folder / _name_of(response)), write=True)
         _check_free(paths, target, overwrite)  # again: the name may be new, or another call took it

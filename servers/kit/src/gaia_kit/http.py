@@ -156,6 +156,17 @@ class HttpFailure(ToolFailure):
         self.status = status
 
 
+class TooLarge(ToolFailure):
+    """An answer past the byte cap; callers with their own cap setting catch it to name that setting."""
+
+    def __init__(self, url: httpx.URL, max_bytes: int):
+        super().__init__(
+            f"The answer from {_where(url)} is larger than {max_bytes:,} bytes, the cap "
+            f"(GAIA_HTTP_MAX_BYTES); fetch a smaller resource or raise the cap."
+        )
+        self.max_bytes = max_bytes
+
+
 def user_agent(contact: str = "") -> str:
     try:
         version = metadata.version("gaia-kit")
@@ -306,12 +317,14 @@ class HttpClient:
         mode = self._cache_mode("GET", None)
         key = _cache_key(request, None) if mode != "off" else ""
         hit = await self._recorded(request, mode, key)
+        limit = max_bytes or self.settings.max_bytes
         if hit is not None:
+            if len(hit.content) > limit:
+                raise TooLarge(request.url, limit)
             if hit.status < 300:
                 await anyio.Path(path).write_bytes(hit.content)
                 hit = HttpResponse(hit.status, hit.headers, b"", hit.url, from_cache=True)
             return self._checked(hit, True)
-        limit = max_bytes or self.settings.max_bytes
         async with await anyio.open_file(path, "w+b") as sink:
             response = await self._deadline(request, self._follow(request, limit, sink), timeout_s)
         size = (await anyio.Path(path).stat()).st_size
@@ -571,11 +584,8 @@ async def _read_capped(
     With a sink the body is written there instead (from its start: a retried attempt overwrites).
     """
 
-    def too_large() -> ToolFailure:
-        return ToolFailure(
-            f"The answer from {_where(url)} is larger than {max_bytes:,} bytes, the cap "
-            f"(GAIA_HTTP_MAX_BYTES); fetch a smaller resource or raise the cap."
-        )
+    def too_large() -> TooLarge:
+        return TooLarge(url, max_bytes)
 
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > max_bytes and response.status_code not in REDIRECTS:
