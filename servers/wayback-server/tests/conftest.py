@@ -69,7 +69,7 @@ def nearest(url: str, stamp: str) -> tuple[str, str, str, str, bytes] | None:
     return min(captures, key=lambda capture: abs(int(capture[0]) - wanted))
 
 
-class FakeWayback:
+class FakeWayback(LoopbackServer):
     def __init__(self) -> None:
         self.requests: list[tuple[str, dict[str, str]]] = []
         self._throttled = 0
@@ -82,17 +82,10 @@ class FakeWayback:
                 Route("/web/{stamp:str}/{target:path}", self._capture),
             ]
         )
-        self._loopback = LoopbackServer(app)
-        self.url = self._loopback.url
+        super().__init__(app)
 
     def throttle(self, count: int) -> None:
         self._throttled = count
-
-    def start(self) -> None:
-        self._loopback.start()
-
-    def stop(self) -> None:
-        self._loopback.stop()
 
     def _busy(self, request: Request) -> Response | None:
         self.requests.append((request.url.path, dict(request.query_params)))

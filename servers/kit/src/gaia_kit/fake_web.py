@@ -76,7 +76,7 @@ def make_pdf(pages: list[str]) -> bytes:
 PDF = make_pdf(["Quarterly report page one", "Revenue grew 12 percent"])
 
 
-class FakeWeb:
+class FakeWeb(LoopbackServer):
     def __init__(self, slow_s: float = 3.0) -> None:
         self.slow_s = slow_s
         self.requests: list[dict[str, Any]] = []
@@ -92,28 +92,11 @@ class FakeWeb:
                 Route("/{path:path}", self._file),
             ]
         )
-        self._loopback = LoopbackServer(app)
-        self.port = self._loopback.port
-
-    def url(self, path: str = "") -> str:
-        return self._loopback.url(path)
+        super().__init__(app)
 
     def throttle(self, count: int, retry_after: str = "0") -> None:
         with self._lock:
             self._throttled, self._retry_after = count, retry_after
-
-    def start(self) -> None:
-        self._loopback.start()
-
-    def stop(self) -> None:
-        self._loopback.stop()
-
-    def __enter__(self) -> FakeWeb:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     async def _seen(self, request: Request) -> Response | None:
         """Log the request; a 429 while throttled."""
