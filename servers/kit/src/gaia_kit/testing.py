@@ -143,3 +143,18 @@ def run_measured(script: str, env: dict[str, str] | None = None, timeout: float 
     assert done.returncode == 0, done.stderr[-3000:]
     report, peak = done.stdout.strip().splitlines()[-2:]
     return {**json.loads(report), **json.loads(peak)}
+
+
+@pytest.fixture
+def fake_web(kit_env: SimpleNamespace, fresh_http: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """gaia_kit.fake_web's loopback web, allow-listed, with the page reader's keys unset and its URLs on it."""
+    from .fake_web import FakeWeb
+
+    for name in ("READWEB_BACKEND", "JINA_API_KEY", "TAVILY_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GAIA_HTTP_ALLOW", "127.0.0.1")
+    monkeypatch.setenv("GAIA_HTTP_BACKOFF_BASE_S", "0.01")
+    with FakeWeb(slow_s=3) as web:
+        monkeypatch.setenv("JINA_API_URL", web.url("/jina/"))
+        monkeypatch.setenv("TAVILY_API_URL", web.url("/tavily/extract"))
+        yield web
