@@ -35,7 +35,8 @@ uv: system-deps
 # pins exact versions of many packages), each in its own .venv.
 sync: uv
 	$(UV) sync --locked --inexact
-	cd servers/browser-server && $(UV) sync --locked
+	cd servers/browser-server && $(UV) sync --locked || { echo "make: servers/browser-server/uv.lock \
+	is stale (did the kit's dependencies change?): run 'cd servers/browser-server && uv lock'" >&2; exit 1; }
 
 # Node 22 and the MCP conformance suite, from the npm registry, for the conformance tests.
 node-tools: system-deps

@@ -15,7 +15,8 @@ from ms_playwright.settings import get_playwright_settings
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket
 
 
 def html(title: str, body: str) -> HTMLResponse:
@@ -99,6 +100,18 @@ PAGES = {
         "Private XHR",
         "<script>fetch('http://10.0.0.1/secret').catch(e => console.log('blocked'))</script>",
     ),
+    "/socket": (
+        "Socket",
+        """<p id="out">waiting</p><script>
+        function open(url, label) {
+          const ws = new WebSocket(url);
+          ws.onopen = () => ws.send('hi');
+          ws.onmessage = e => document.getElementById('out').textContent += ' ' + label + ':' + e.data;
+          ws.onerror = () => document.getElementById('out').textContent += ' ' + label + ':refused';
+        }
+        open('ws://' + location.host + '/ws', 'local'); open('ws://10.0.0.1/ws', 'private');
+        </script>""",
+    ),
     "/colour": ("Colour", '<div style="position:fixed;inset:0;background:rgb(255,0,0)">Red</div>'),
 }
 
@@ -139,6 +152,12 @@ async def never(request: Request) -> Response:
     return StreamingResponse(body(), media_type="text/html")
 
 
+async def echo(socket: WebSocket) -> None:
+    await socket.accept()
+    await socket.send_text(f"echo {await socket.receive_text()}")
+    await socket.close()
+
+
 def app() -> Starlette:
     routes = [Route(path, page_route) for path in PAGES]
     routes += [
@@ -147,6 +166,7 @@ def app() -> Starlette:
         Route("/set-cookie", set_cookie),
         Route("/whoami", whoami),
         Route("/never", never),
+        WebSocketRoute("/ws", echo),
         Route("/to-metadata", lambda request: RedirectResponse("http://169.254.169.254/latest/meta-data/")),
     ]
     return Starlette(routes=routes)

@@ -8,6 +8,7 @@ import json
 import re
 
 import pytest
+from gaia_kit.server import SessionEndedParams
 from gaia_kit.testing import failed, ok, session_call
 from ms_playwright.browser import host
 from ms_playwright.server import server
@@ -262,6 +263,12 @@ async def test_ssrf_refusals(browse, site):
     assert "[GET] http://10.0.0.1/secret => [failed: net::" in ok(await browse("browser_network_requests"))
 
 
+async def test_websockets_pass_the_proxy_only_to_allowed_hosts(browse, site):
+    ok(await browse("browser_navigate", url=site.url("/socket")))
+    shown = ok(await browse("browser_wait_for", text="local:echo hi"))
+    assert "private:refused" in shown and "private:echo" not in shown
+
+
 async def test_a_page_that_never_finishes_loading_gets_a_bounded_answer(browse, site):
     shown = ok(await browse("browser_navigate", url=site.url("/never")))
     assert "did not finish loading within 3 s" in shown and "Partial content arrived" in shown
@@ -303,8 +310,9 @@ async def test_two_sessions_keep_their_own_cookies_and_tabs(site, kit_env):
         assert "- 1: (current) []" in ok(await alice("browser_tabs", action="list"))
         bobs = ok(await bob("browser_tabs", action="list"))
         assert "- 0: (current) [Who]" in bobs and "- 1:" not in bobs
+    # The gateway's session_ended notification closes each context.
     for session_id in ("alice", "bob"):
-        await host.end_session(session_id)
+        await server._session_ended(None, SessionEndedParams(session_id=session_id))
     assert "alice" not in host.sessions and "bob" not in host.sessions
 
 
@@ -335,3 +343,36 @@ async def test_a_crashed_browser_is_relaunched(browse, site):
     await host.call(crash)
     shown = ok(await browse("browser_navigate", url=site.url("/form")))
     assert "browser restart" in shown and "- Page Title: Form" in shown
+
+
+async def test_an_action_the_element_refuses_says_what_failed(browse, site):
+    page = ok(await browse("browser_navigate", url=site.url("/form")))
+    message = failed(
+        await browse("browser_type", element="Send button", ref=ref_of(page, 'button "Send"'), text="x")
+    )
+    assert "Typing into Send button failed" in message
+    message = failed(
+        await browse(
+            "browser_select_option", element="Name", ref=ref_of(page, 'textbox "Name"'), values=["a"]
+        )
+    )
+    assert "Selecting in Name failed" in message
+
+
+async def test_a_download_over_the_cap_is_discarded(browse, site, kit_env, monkeypatch):
+    monkeypatch.setenv("PLAYWRIGHT_MAX_DOWNLOAD_BYTES", "4")
+    get_playwright_settings.cache_clear()
+    try:
+        page = ok(await browse("browser_navigate", url=site.url("/download")))
+        clicked = ok(await browse("browser_click", element="report", ref=ref_of(page, "Get the report")))
+        assert "discarded: 8 bytes is over PLAYWRIGHT_MAX_DOWNLOAD_BYTES (4)" in clicked
+        assert not (kit_env.workspace / "downloads" / "report.csv").exists()
+    finally:
+        monkeypatch.delenv("PLAYWRIGHT_MAX_DOWNLOAD_BYTES")
+        get_playwright_settings.cache_clear()
+
+
+async def test_simultaneous_first_calls_of_a_session_share_one_context(browse, site):
+    shown = await asyncio.gather(*(browse("browser_tabs", action="new") for _ in range(3)))
+    assert all(not result.is_error for result in shown)
+    assert "- 2:" in ok(await browse("browser_tabs", action="list"))

@@ -205,9 +205,18 @@ class BrowserSession:
             target, n = folder / f"{stem}-{n}{suffix}", n + 1
         target = self.paths.resolve(str(target), write=True)
         try:
+            finished = await download.path()  # Chromium's own copy, once the download completes
+            size = finished.stat().st_size
+            cap = get_playwright_settings().max_download_bytes
+            if size > cap:
+                await download.delete()
+                self.downloads.append(
+                    f"Download of {download.url[:200]} discarded: {size} bytes is over PLAYWRIGHT_MAX_DOWNLOAD_BYTES ({cap})."
+                )
+                return
             await download.save_as(target)
             self.downloads.append(f"Downloaded {download.url[:200]} to {target}")
-        except PlaywrightError as exc:
+        except (PlaywrightError, OSError) as exc:
             self.downloads.append(f"Download of {download.url[:200]} failed: {first_line(exc)}")
 
 
@@ -240,6 +249,7 @@ class BrowserHost:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread_lock = threading.Lock()
         self._launch_lock: asyncio.Lock | None = None
+        self._create_lock: asyncio.Lock | None = None
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
         self._guard: UrlGuard | None = None
@@ -339,6 +349,14 @@ class BrowserHost:
         found = self.sessions.get(session.id)
         if found is not None:
             return found
+        if self._create_lock is None:
+            self._create_lock = asyncio.Lock()
+        # Two first calls of one session at once must not open two contexts: create one at a time.
+        async with self._create_lock:
+            found = self.sessions.get(session.id)
+            return found if found is not None else await self._create(browser, session)
+
+    async def _create(self, browser: Browser, session: Session) -> BrowserSession:
         await self._make_room()
         settings = get_playwright_settings()
         context = await browser.new_context(
@@ -362,7 +380,9 @@ class BrowserHost:
     async def _make_room(self) -> None:
         limit = max(1, get_playwright_settings().max_contexts)
         while len(self.sessions) >= limit:
-            oldest = min(self.sessions.values(), key=lambda s: s.last_used)
+            # The least recently used session, sparing one whose call is running.
+            idle = [s for s in self.sessions.values() if not s.lock.locked()] or list(self.sessions.values())
+            oldest = min(idle, key=lambda s: s.last_used)
             logger.warning("closing session %s's browser context: %d contexts open", oldest.id, limit)
             self._evicted.add(oldest.id)
             await self.close_session(oldest.id)

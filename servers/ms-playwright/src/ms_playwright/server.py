@@ -57,19 +57,26 @@ async def _in_session(ctx: Context, work: Callable[[BrowserSession], Awaitable[A
     return await host.with_session(session_of(ctx), work)
 
 
-async def _on_element(ctx: Context, ref: str, done: str, do: Callable[[Locator], Awaitable[Any]]) -> str:
-    """Act on one element of the current tab's latest snapshot."""
+async def _act(ctx: Context, what: str, action: Callable[[Tab], Awaitable[str]]) -> str:
+    """Run `action` on the session's current tab and answer with the page state after it."""
 
     async def work(session: BrowserSession) -> str:
         tab = await session.page_tab()
-
-        async def action() -> str:
-            await do(await tab.locate(ref))
-            return done
-
-        return await act(session, tab, done, action)
+        return await act(session, tab, what, lambda: action(tab))
 
     return await _in_session(ctx, work)
+
+
+async def _on_element(
+    ctx: Context, ref: str, doing: str, done: str, do: Callable[[Locator], Awaitable[Any]]
+) -> str:
+    """Act on one element of the current tab's latest snapshot; `doing` names it in an error."""
+
+    async def action(tab: Tab) -> str:
+        await do(await tab.locate(ref))
+        return done
+
+    return await _act(ctx, doing, action)
 
 
 @server.tool()
@@ -120,23 +127,18 @@ async def _goto(session: BrowserSession, tab: Tab, url: str) -> str:
 async def browser_navigate_back(ctx: Context) -> str:
     """Go back to the previous page"""
 
-    async def work(session: BrowserSession) -> str:
-        tab = await session.page_tab()
+    async def back(tab: Tab) -> str:
+        before = tab.page.url
+        timeout_s = get_playwright_settings().navigation_timeout_s
+        try:
+            await tab.page.go_back(wait_until="domcontentloaded", timeout=timeout_s * 1000)
+        except PlaywrightTimeout:
+            return f"Went back; the page did not finish loading within {timeout_s:g} s."
+        if tab.page.url == before:
+            raise ToolFailure("There is no previous page in this tab's history.")
+        return f"Went back to {tab.page.url}"
 
-        async def back() -> str:
-            before = tab.page.url
-            timeout_s = get_playwright_settings().navigation_timeout_s
-            try:
-                await tab.page.go_back(wait_until="domcontentloaded", timeout=timeout_s * 1000)
-            except PlaywrightTimeout:
-                return f"Went back; the page did not finish loading within {timeout_s:g} s."
-            if tab.page.url == before:
-                raise ToolFailure("There is no previous page in this tab's history.")
-            return f"Went back to {tab.page.url}"
-
-        return await act(session, tab, "Going back", back)
-
-    return await _in_session(ctx, work)
+    return await _act(ctx, "Going back", back)
 
 
 @server.tool()
@@ -174,7 +176,8 @@ async def browser_click(
     async def click(target: Locator) -> None:
         await (target.dblclick(**options) if doubleClick else target.click(**options))
 
-    return await _on_element(ctx, ref, f"{'Double-clicked' if doubleClick else 'Clicked'} {element}", click)
+    verb = "Double-click" if doubleClick else "Click"
+    return await _on_element(ctx, ref, f"{verb}ing {element}", f"{verb}ed {element}", click)
 
 
 @server.tool()
@@ -204,13 +207,17 @@ async def browser_type(
         if submit:
             await target.press("Enter")
 
-    return await _on_element(ctx, ref, f"Typed {len(text)} characters into {element}", type_in)
+    return await _on_element(
+        ctx, ref, f"Typing into {element}", f"Typed {len(text)} characters into {element}", type_in
+    )
 
 
 @server.tool()
 async def browser_hover(element: Element, ref: Ref, ctx: Context) -> str:
     """Hover over element on page"""
-    return await _on_element(ctx, ref, f"Hovered over {element}", lambda target: target.hover())
+    return await _on_element(
+        ctx, ref, f"Hovering over {element}", f"Hovered over {element}", lambda target: target.hover()
+    )
 
 
 @server.tool()
@@ -235,17 +242,12 @@ async def browser_drag(
 ) -> str:
     """Perform drag and drop between two elements"""
 
-    async def work(session: BrowserSession) -> str:
-        tab = await session.page_tab()
+    async def drag(tab: Tab) -> str:
+        source, target = await tab.locate(startRef), await tab.locate(endRef)
+        await source.drag_to(target)
+        return f"Dragged {startElement} to {endElement}"
 
-        async def drag() -> str:
-            source, target = await tab.locate(startRef), await tab.locate(endRef)
-            await source.drag_to(target)
-            return f"Dragged {startElement} to {endElement}"
-
-        return await act(session, tab, "Dragging", drag)
-
-    return await _in_session(ctx, work)
+    return await _act(ctx, "Dragging", drag)
 
 
 @server.tool()
@@ -263,7 +265,11 @@ async def browser_select_option(
     """Select an option in a dropdown"""
     shown = ", ".join(json.dumps(v) for v in values)
     return await _on_element(
-        ctx, ref, f"Selected {shown} in {element}", lambda target: target.select_option(values)
+        ctx,
+        ref,
+        f"Selecting in {element}",
+        f"Selected {shown} in {element}",
+        lambda t: t.select_option(values),
     )
 
 
@@ -289,17 +295,12 @@ async def browser_fill_form(
 ) -> str:
     """Fill multiple form fields"""
 
-    async def work(session: BrowserSession) -> str:
-        tab = await session.page_tab()
+    async def fill(tab: Tab) -> str:
+        for entry in fields:
+            await _fill_field(await tab.locate(entry.ref), entry)
+        return "Filled " + ", ".join(f"{f.name} = {json.dumps(f.value)}" for f in fields)
 
-        async def fill() -> str:
-            for entry in fields:
-                await _fill_field(await tab.locate(entry.ref), entry)
-            return "Filled " + ", ".join(f"{f.name} = {json.dumps(f.value)}" for f in fields)
-
-        return await act(session, tab, "Filling the form", fill)
-
-    return await _in_session(ctx, work)
+    return await _act(ctx, "Filling the form", fill)
 
 
 async def _fill_field(target: Locator, entry: FormField) -> None:
@@ -332,16 +333,11 @@ async def browser_press_key(
 ) -> str:
     """Press a key on the keyboard"""
 
-    async def work(session: BrowserSession) -> str:
-        tab = await session.page_tab()
+    async def press(tab: Tab) -> str:
+        await tab.page.keyboard.press(key)
+        return f"Pressed {key}"
 
-        async def press() -> str:
-            await tab.page.keyboard.press(key)
-            return f"Pressed {key}"
-
-        return await act(session, tab, f"Pressing {key}", press)
-
-    return await _in_session(ctx, work)
+    return await _act(ctx, f"Pressing {key}", press)
 
 
 @server.tool()
@@ -363,20 +359,15 @@ async def browser_evaluate(
 ) -> str:
     """Evaluate JavaScript expression on page or element"""
 
-    async def work(session: BrowserSession) -> str:
-        tab = await session.page_tab()
+    async def evaluate(tab: Tab) -> str:
+        if ref:
+            value = await (await tab.locate(ref)).evaluate(function)
+        else:
+            value = await tab.page.evaluate(function)
+        shown = json.dumps(value, ensure_ascii=False, indent=1, default=str)
+        return "Evaluated the function. Result:\n" + truncate(shown, 20_000)
 
-        async def evaluate() -> str:
-            if ref:
-                value = await (await tab.locate(ref)).evaluate(function)
-            else:
-                value = await tab.page.evaluate(function)
-            shown = json.dumps(value, ensure_ascii=False, indent=1, default=str)
-            return "Evaluated the function. Result:\n" + truncate(shown, 20_000)
-
-        return await act(session, tab, "Evaluating the function", evaluate)
-
-    return await _in_session(ctx, work)
+    return await _act(ctx, "Evaluating the function", evaluate)
 
 
 @server.tool()
@@ -463,29 +454,24 @@ async def browser_wait_for(
         raise ToolFailure("Pass time (seconds), text to wait for, or textGone to wait for its disappearance.")
     bound = get_playwright_settings().max_wait_s
 
-    async def work(session: BrowserSession) -> str:
-        tab = await session.page_tab()
+    async def wait(tab: Tab) -> str:
+        if time is not None:
+            await asyncio.sleep(min(max(time, 0), bound))
+        for wanted, state in ((textGone, "hidden"), (text, "visible")):
+            if not wanted:
+                continue
+            try:
+                await tab.page.get_by_text(wanted).first.wait_for(state=state, timeout=bound * 1000)
+            except PlaywrightTimeout:
+                which = f'"{wanted}" to {"appear" if state == "visible" else "disappear"}'
+                raise ToolFailure(
+                    f"Waited {bound:g} s for {which}, in vain; capture a snapshot to see the page."
+                ) from None
+        waited = [f"{min(time, bound):g} s" if time is not None else "", text and f'"{text}" to appear']
+        waited.append(textGone and f'"{textGone}" to disappear')
+        return "Waited for " + " and ".join(w for w in waited if w)
 
-        async def wait() -> str:
-            if time is not None:
-                await asyncio.sleep(min(max(time, 0), bound))
-            for wanted, state in ((textGone, "hidden"), (text, "visible")):
-                if not wanted:
-                    continue
-                try:
-                    await tab.page.get_by_text(wanted).first.wait_for(state=state, timeout=bound * 1000)
-                except PlaywrightTimeout:
-                    which = f'"{wanted}" to {"appear" if state == "visible" else "disappear"}'
-                    raise ToolFailure(
-                        f"Waited {bound:g} s for {which}, in vain; capture a snapshot to see the page."
-                    ) from None
-            waited = [f"{min(time, bound):g} s" if time is not None else "", text and f'"{text}" to appear']
-            waited.append(textGone and f'"{textGone}" to disappear')
-            return "Waited for " + " and ".join(w for w in waited if w)
-
-        return await act(session, tab, "Waiting", wait)
-
-    return await _in_session(ctx, work)
+    return await _act(ctx, "Waiting", wait)
 
 
 @server.tool()
@@ -623,26 +609,29 @@ async def _resume(session: BrowserSession, tab: Tab, done: str) -> str:
 async def browser_console_messages(ctx: Context) -> str:
     """Returns all console messages"""
 
-    async def work(session: BrowserSession) -> str:
-        tab = session.tab
-        if tab is None or not tab.console:
-            return "No console messages."
+    def lines(tab: Tab) -> list[str]:
         tab.console_reported = len(tab.console)
-        return truncate("\n".join(tab.console), get_settings().max_output_chars)
+        return tab.console
 
-    return await _in_session(ctx, work)
+    return await _listing(ctx, "No console messages.", lines)
 
 
 @server.tool()
 async def browser_network_requests(ctx: Context) -> str:
     """Returns all network requests since loading the page"""
+    return await _listing(
+        ctx,
+        "No network requests.",
+        lambda tab: [f"[{e.method}] {e.url[:500]} => [{e.status}]" for e in tab.requests.values()],
+    )
+
+
+async def _listing(ctx: Context, empty: str, lines: Callable[[Tab], list[str]]) -> str:
+    """One of the current tab's logs, capped."""
 
     async def work(session: BrowserSession) -> str:
-        tab = session.tab
-        if tab is None or not tab.requests:
-            return "No network requests."
-        lines = [f"[{e.method}] {e.url[:500]} => [{e.status}]" for e in tab.requests.values()]
-        return truncate("\n".join(lines), get_settings().max_output_chars)
+        shown = lines(session.tab) if session.tab is not None else []
+        return truncate("\n".join(shown), get_settings().max_output_chars) if shown else empty
 
     return await _in_session(ctx, work)
 
@@ -672,16 +661,11 @@ async def browser_resize(
         )
     size = {"width": int(width), "height": int(height)}
 
-    async def work(session: BrowserSession) -> str:
-        tab = await session.page_tab()
+    async def resize(tab: Tab) -> str:
+        await tab.page.set_viewport_size(size)
+        return f"Resized the window to {size['width']}x{size['height']}"
 
-        async def resize() -> str:
-            await tab.page.set_viewport_size(size)
-            return f"Resized the window to {size['width']}x{size['height']}"
-
-        return await act(session, tab, "Resizing", resize)
-
-    return await _in_session(ctx, work)
+    return await _act(ctx, "Resizing", resize)
 
 
 @server.tool()

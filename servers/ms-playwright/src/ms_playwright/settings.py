@@ -28,6 +28,8 @@ class PlaywrightSettings(BaseSettings):
     """The longest browser_wait_for waits, whatever it is asked."""
     snapshot_chars: int = 20_000
     """Snapshot characters an action's answer shows; browser_snapshot pages through the rest."""
+    max_download_bytes: int = 512 * 1024 * 1024
+    """A larger download is deleted instead of saved in the workspace."""
     width: int = 1280
     height: int = 720
 

@@ -33,7 +33,7 @@ def failure(exc: PlaywrightError, what: str) -> ToolFailure:
 def dialog_blocks(tab: Tab) -> ToolFailure:
     assert tab.dialog is not None
     return ToolFailure(
-        f'A {tab.dialog.type} dialog ("{tab.dialog.message[:200]}") is open and blocks the page; '
+        f'The page has an open {tab.dialog.type} dialog ("{tab.dialog.message[:200]}") that blocks it; '
         "answer it with browser_handle_dialog first."
     )
 
