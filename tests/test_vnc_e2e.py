@@ -18,11 +18,6 @@ from vnc_viewer import MAGENTA, magenta_page, vnc_colour_fraction
 pytestmark = pytest.mark.slow
 
 VIEW_PROGRAMS = ("Xvfb", "x11vnc", "websockify")
-MS_PLAYWRIGHT = """
-[servers.ms-playwright]
-command = ["{python}", "-m", "ms_playwright"]
-stateful = true
-"""
 
 
 def view_processes(gateway_pid: int) -> dict[str, int]:
@@ -90,12 +85,11 @@ def test_a_view_that_cannot_start_stops_serve_with_a_clear_message(tmp_path: Pat
 def test_the_view_shows_the_page_ms_playwright_opened(tmp_path: Path) -> None:
     """The chain: an agent navigates with ms-playwright; a person opens noVNC and sees that page."""
     app = Starlette(routes=[Route("/", lambda _: HTMLResponse(magenta_page("Watched live.")))])
-    registry = write_registry(tmp_path / "browsers.toml", MS_PLAYWRIGHT)
     port = free_port()
     with LoopbackServer(app) as site:
         gateway = launch(
             tmp_path,
-            *("--config", str(registry), "--vnc", "--vnc-port", str(port)),
+            *("--servers", "ms-playwright", "--vnc", "--vnc-port", str(port)),
             env={"PLAYWRIGHT_ALLOW": "127.0.0.1"},  # the test page is on loopback, which SSRF rules refuse
         )
         try:
