@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 import psutil
 from gaia_kit import KitServer, Session, ToolFailure, run, session_of, stdout_to_stderr
 from gaia_kit.chromium import chromium_args, chromium_path, headless
-from gaia_kit.llm import LLMConfig, llm_config, llm_status, model_line
+from gaia_kit.llm import LLMConfig, configured, llm_status, model_line
 from mcp.server.mcpserver import Context
 from pydantic import Field, PositiveFloat, PositiveInt, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -105,7 +105,7 @@ async def browser_use(
     """
     if not task.strip():
         raise ToolFailure("The task is empty; describe what the browser agent should do.")
-    config = _model_config()
+    config = configured(PREFIX)
     bounds = limits()
     steps = max(1, min(max_steps, bounds.max_steps))
     session = session_of(ctx)
@@ -283,16 +283,6 @@ def _render(report: Report, extract_format: str) -> str:
     if report.errors:
         lines += ["", "## Errors along the way", "", *[f"- {_short(e, 300)}" for e in report.errors]]
     return "\n".join(lines)
-
-
-def _model_config() -> LLMConfig:
-    config = llm_config(PREFIX)
-    if config.missing:
-        raise ToolFailure(
-            f"No language model is configured for the browser agent: set {' and '.join(config.missing)} "
-            f"(and {PREFIX}_LLM_API_KEY or MCP_LLM_API_KEY if the endpoint needs a key)."
-        )
-    return config
 
 
 def _chat_model(config: LLMConfig) -> Any:
