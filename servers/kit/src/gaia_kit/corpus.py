@@ -121,11 +121,15 @@ class Corpus:
         return hits
 
     def _match(self, expression: str, limit: int) -> list[Hit]:
-        rows = self._db().execute(
-            "SELECT d.title, d.url, snippet(docs_fts, 1, '**', '**', ' … ', 24), bm25(docs_fts, 5.0, 1.0) AS r "
-            "FROM docs_fts JOIN docs d ON d.id = docs_fts.rowid WHERE docs_fts MATCH ? ORDER BY r LIMIT ?",
-            (expression, limit),
-        ).fetchall()
+        rows = (
+            self._db()
+            .execute(
+                "SELECT d.title, d.url, snippet(docs_fts, 1, '**', '**', ' … ', 24), bm25(docs_fts, 5.0, 1.0) AS r "
+                "FROM docs_fts JOIN docs d ON d.id = docs_fts.rowid WHERE docs_fts MATCH ? ORDER BY r LIMIT ?",
+                (expression, limit),
+            )
+            .fetchall()
+        )
         return [Hit(title, url, " ".join(snip.split()), round(-rank, 6)) for title, url, snip, rank in rows]
 
     def read(self, url_or_title: str) -> Document | None:
@@ -139,7 +143,9 @@ class Corpus:
             db.execute(f"{columns} WHERE key = ? LIMIT 1", (url_key(wanted),)).fetchone()
             or db.execute(f"{columns} WHERE path = ? LIMIT 1", (wanted,)).fetchone()
             or db.execute(f"{columns} WHERE title = ? COLLATE NOCASE LIMIT 1", (wanted,)).fetchone()
-            or db.execute(f"{columns} WHERE title = ? COLLATE NOCASE LIMIT 1", (wanted.replace("_", " "),)).fetchone()
+            or db.execute(
+                f"{columns} WHERE title = ? COLLATE NOCASE LIMIT 1", (wanted.replace("_", " "),)
+            ).fetchone()
         )
         return Document(*row) if row else None
 
@@ -243,7 +249,12 @@ def build(
         db.executescript(_INDEXES)
         db.execute("INSERT INTO docs_fts(docs_fts) VALUES ('optimize')")
         meta.update(
-            {"source": str(source.resolve()), "kind": kind, "documents": str(count), "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            {
+                "source": str(source.resolve()),
+                "kind": kind,
+                "documents": str(count),
+                "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
         )
         db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
     db.close()
@@ -279,7 +290,9 @@ def _insert(db: sqlite3.Connection, batch: list[Source]) -> int:
                 "INSERT INTO docs(url, key, path, title, text) VALUES (?, ?, ?, ?, ?)",
                 (doc.url, url_key(doc.url), doc.path, doc.title, doc.text),
             ).lastrowid
-            db.execute("INSERT INTO docs_fts(rowid, title, text) VALUES (?, ?, ?)", (rowid, doc.title, doc.text))
+            db.execute(
+                "INSERT INTO docs_fts(rowid, title, text) VALUES (?, ?, ?)", (rowid, doc.title, doc.text)
+            )
     return len(batch)
 
 
@@ -311,7 +324,9 @@ def file_document(file: Path, folder: Path) -> Source | None:
             url = href.group(1)  # a saved web page answers for its address on the web
         extracted = html_to_markdown(text, url)
         return Source(url, relative, extracted.title or file.stem, extracted.text)
-    heading = re.search(r"^#\s+(.+)$", text, flags=re.M) if file.suffix.lower() in (".md", ".markdown") else None
+    heading = (
+        re.search(r"^#\s+(.+)$", text, flags=re.M) if file.suffix.lower() in (".md", ".markdown") else None
+    )
     return Source(url, relative, heading.group(1).strip() if heading else file.stem, text)
 
 
@@ -324,7 +339,9 @@ def open_zim(path: str | Path):  # -> libzim.reader.Archive
     try:
         return Archive(str(path))
     except RuntimeError as exc:
-        raise ToolFailure(f"{path} is not a readable ZIM file ({exc}); download it again from Kiwix.") from None
+        raise ToolFailure(
+            f"{path} is not a readable ZIM file ({exc}); download it again from Kiwix."
+        ) from None
 
 
 def zim_metadata(archive) -> dict[str, str]:

@@ -81,7 +81,11 @@ class FakeSearch:
         if isinstance(query, PlainTextResponse):
             return query
         if query.get("key") != self.key:
-            error = {"code": 400, "message": "API key not valid. Please pass a valid API key.", "status": "INVALID_ARGUMENT"}
+            error = {
+                "code": 400,
+                "message": "API key not valid. Please pass a valid API key.",
+                "status": "INVALID_ARGUMENT",
+            }
             return JSONResponse({"error": error}, status_code=400)
         found = self._matches(query.get("q", ""))
         start, num = int(query.get("start", "1")), int(query.get("num", "10"))
@@ -90,7 +94,9 @@ class FakeSearch:
         chosen = found[start - 1 : start - 1 + num]
         body: dict = {
             "kind": "customsearch#search",
-            "queries": {"request": [{"searchTerms": query.get("q"), "startIndex": start, "count": len(chosen)}]},
+            "queries": {
+                "request": [{"searchTerms": query.get("q"), "startIndex": start, "count": len(chosen)}]
+            },
             "searchInformation": {"searchTime": 0.01, "totalResults": str(len(found))},
         }
         if start - 1 + num < len(found):
@@ -159,7 +165,9 @@ def write_zim(
         for title, html in articles.items():
             creator.add_item(Page(title.replace(" ", "_"), title, html))
         for source, target in (redirects or {}).items():
-            creator.add_redirection(source.replace(" ", "_"), source, target.replace(" ", "_"), {Hint.FRONT_ARTICLE: True})
+            creator.add_redirection(
+                source.replace(" ", "_"), source, target.replace(" ", "_"), {Hint.FRONT_ARTICLE: True}
+            )
         metadata = {"Name": name, "Title": "Wikipedia test", "Language": "eng", "Creator": "Wikipedia",
                     "Publisher": "gaia-env tests", "Date": "2024-01-01", "Description": "A tiny test wiki"}  # fmt: skip
         for key, value in metadata.items():
