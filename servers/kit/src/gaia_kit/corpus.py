@@ -11,8 +11,10 @@ page reading and wiki-server answer from it with no network at all.
 
 from __future__ import annotations
 
+import html as html_lib
 import json
 import os
+import posixpath
 import re
 import sqlite3
 import threading
@@ -388,5 +390,41 @@ def zim_documents(archive) -> Iterator[Source | None]:
             continue
         html = bytes(item.content).decode("utf-8", errors="replace")
         url = zim_url(metadata, name, entry.path)
-        extracted = html_to_markdown(html, url)
+        extracted = html_to_markdown(absolute_links(html, entry.path, metadata, name), url)
         yield Source(url, entry.path, entry.title or extracted.title or entry.path, extracted.text)
+
+
+_HREF = re.compile(r"""(<a\b[^>]*?\bhref\s*=\s*)(["'])([^"']+)\2""", flags=re.I)
+
+
+def zim_target(href: str, entry_path: str) -> str | None:
+    """The ZIM path a link inside an article points to (fragment and query dropped); None if it leaves."""
+    href = html_lib.unescape(href).strip()
+    if (
+        not href
+        or href.startswith(("#", "/"))
+        or re.match(r"[a-z][a-z0-9+.-]*://|(?:mailto|javascript|data|tel):", href, re.I)
+    ):
+        return None
+    path = unquote(re.split(r"[#?]", href, maxsplit=1)[0])
+    if not path:
+        return None
+    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(entry_path), path))
+    return None if resolved.startswith("..") or resolved == "." else resolved
+
+
+def zim_targets(html: str, entry_path: str) -> list[str]:
+    """Every ZIM path the article links to, in order, duplicates kept."""
+    return [t for m in _HREF.finditer(html) if (t := zim_target(m.group(3), entry_path)) is not None]
+
+
+def absolute_links(html: str, entry_path: str, metadata: dict[str, str], archive_name: str) -> str:
+    """The article with its links inside the ZIM rewritten to the articles' URLs (Wikipedia's, for a dump)."""
+
+    def rewrite(match: re.Match[str]) -> str:
+        target = zim_target(match.group(3), entry_path)
+        if target is None:
+            return match.group(0)
+        return f"{match.group(1)}{match.group(2)}{zim_url(metadata, archive_name, target)}{match.group(2)}"
+
+    return _HREF.sub(rewrite, html)
