@@ -239,29 +239,43 @@ def build(
         documents = zim_documents(archive)
     else:
         raise ToolFailure(f"{source} is neither a folder nor a .zim file; pass one of those to index.")
+    meta.update({"source": str(source.resolve()), "kind": kind})
+    return build_documents(documents, index_path, meta, progress=progress, started=started)
+
+
+def build_documents(
+    documents: Iterable[Source | None],
+    index_path: str | Path,
+    meta: dict[str, str],
+    *,
+    progress: Callable[[int], None] | None = None,
+    started: float | None = None,
+) -> BuildReport:
+    """Index any stream of documents (None or empty text counts as skipped); `meta` needs source and kind."""
+    started = time.monotonic() if started is None else started
+    index_path = Path(index_path).expanduser()
     index_path.parent.mkdir(parents=True, exist_ok=True)
     partial = index_path.with_name(index_path.name + ".partial")
     partial.unlink(missing_ok=True)
     skipped = [0]
-    with sqlite3.connect(partial) as db:
+    db = sqlite3.connect(partial)
+    try:
         db.execute("PRAGMA journal_mode=OFF")
         db.execute("PRAGMA synchronous=OFF")
         db.executescript(_SCHEMA)
         count = _insert_all(db, documents, skipped, progress)
         db.executescript(_INDEXES)
         db.execute("INSERT INTO docs_fts(docs_fts) VALUES ('optimize')")
-        meta.update(
-            {
-                "source": str(source.resolve()),
-                "kind": kind,
-                "documents": str(count),
-                "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            }
-        )
-        db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
-    db.close()
+        built = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        rows = {**meta, "documents": str(count), "built": built}
+        with db:
+            db.executemany("INSERT INTO meta VALUES (?, ?)", rows.items())
+    finally:
+        db.close()
     os.replace(partial, index_path)
-    return BuildReport(index_path, kind, count, skipped[0], round(time.monotonic() - started, 2))
+    return BuildReport(
+        index_path, meta.get("kind", ""), count, skipped[0], round(time.monotonic() - started, 2)
+    )
 
 
 def _insert_all(
