@@ -126,3 +126,16 @@ def test_bad_sources_and_indexes_say_what_to_do(tmp_path, monkeypatch):
     monkeypatch.setenv("GAIA_CORPUS_PATH", str(tmp_path / "none.sqlite"))
     with pytest.raises(ToolFailure, match="GAIA_CORPUS_PATH"):
         configured_corpus()
+
+
+def test_a_query_broader_than_the_rank_cap_puts_title_matches_first(tmp_path, monkeypatch):
+    from gaia_kit import corpus as corpus_module
+
+    (tmp_path / "many").mkdir()
+    for n in range(8):
+        (tmp_path / "many" / f"{n}.txt").write_text(f"Document {n} mentions the river once.")
+    (tmp_path / "many" / "z.md").write_text("# River\n\nA river is a natural stream of water.")
+    index = build(tmp_path / "many", tmp_path / "many.sqlite").path
+    monkeypatch.setattr(corpus_module, "RANK_CAP", 3)
+    hits = Corpus.open(index).search("river", 3)  # z.md is indexed last: past the first 3 matches
+    assert hits[0].title == "River" and len({hit.url for hit in hits}) == 3

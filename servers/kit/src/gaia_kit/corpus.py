@@ -32,6 +32,7 @@ from .text import sniff_encoding
 CORPUS_ENV = "GAIA_CORPUS_PATH"
 FILE_SUFFIXES = {".html", ".htm", ".md", ".markdown", ".txt", ".pdf"}
 MAX_QUERY_TERMS = 16
+RANK_CAP = 2000  # matches ranked in full; a broader query is ranked by title, then its first matches
 MAX_PDF_PAGES = 500
 BATCH = 500
 
@@ -117,22 +118,48 @@ class Corpus:
         terms = query_terms(query)
         if not terms or limit < 1:
             return []
-        hits = self._match(" AND ".join(terms), limit)
-        if not hits and len(terms) > 1:
-            hits = self._match(" OR ".join(terms), limit)
-        return hits
+        for expression in dict.fromkeys([" AND ".join(terms), " OR ".join(terms)]):
+            hits = self._ranked(expression, limit)
+            if hits:
+                return hits
+        return []
 
-    def _match(self, expression: str, limit: int) -> list[Hit]:
-        rows = (
-            self._db()
-            .execute(
-                "SELECT d.title, d.url, snippet(docs_fts, 1, '**', '**', ' … ', 24), bm25(docs_fts, 5.0, 1.0) AS r "
-                "FROM docs_fts JOIN docs d ON d.id = docs_fts.rowid WHERE docs_fts MATCH ? ORDER BY r LIMIT ?",
-                (expression, limit),
-            )
-            .fetchall()
-        )
-        return [Hit(title, url, " ".join(snip.split()), round(-rank, 6)) for title, url, snip, rank in rows]
+    def _ranked(self, expression: str, limit: int) -> list[Hit]:
+        if self._count(expression) <= RANK_CAP:
+            return self._match(expression, limit)
+        # Ranking costs ~10 µs a document: a query as broad as a common word would take seconds.
+        # Rank the documents whose title matches, then the first RANK_CAP of the rest.
+        titles = f"{{title}} : ({expression})"
+        hits = self._match(titles, limit, bounded=self._count(titles) > RANK_CAP)
+        seen = {hit.url for hit in hits}
+        rest = [hit for hit in self._match(expression, limit, bounded=True) if hit.url not in seen]
+        return (hits + rest)[:limit]
+
+    def _count(self, expression: str) -> int:
+        """How many documents match, counted up to RANK_CAP + 1 (cheap: no ranking)."""
+        sql = "SELECT count(*) FROM (SELECT rowid FROM docs_fts WHERE docs_fts MATCH ? LIMIT ?)"
+        return self._db().execute(sql, (expression, RANK_CAP + 1)).fetchone()[0]
+
+    def _match(self, expression: str, limit: int, bounded: bool = False) -> list[Hit]:
+        db = self._db()
+        where, params = "docs_fts MATCH ?", [expression]
+        if bounded:  # only the first RANK_CAP matches, in index order
+            sql = "SELECT max(rowid) FROM (SELECT rowid FROM docs_fts WHERE docs_fts MATCH ? LIMIT ?)"
+            where += " AND rowid <= ?"
+            params.append(db.execute(sql, (expression, RANK_CAP)).fetchone()[0])
+        ranked = db.execute(
+            f"SELECT rowid, bm25(docs_fts, 5.0, 1.0) AS r FROM docs_fts WHERE {where} ORDER BY r LIMIT ?",
+            (*params, limit),
+        ).fetchall()
+        hits = []
+        for rowid, rank in ranked:  # snippets for the few shown only: building one costs a tokenizing pass
+            title, url, snip = db.execute(
+                "SELECT d.title, d.url, snippet(docs_fts, 1, '**', '**', ' … ', 24) FROM docs_fts "
+                "JOIN docs d ON d.id = docs_fts.rowid WHERE docs_fts MATCH ? AND docs_fts.rowid = ?",
+                (expression, rowid),
+            ).fetchone()
+            hits.append(Hit(title, url, " ".join(snip.split()), round(-rank, 6)))
+        return hits
 
     def read(self, url_or_title: str) -> Document | None:
         """The document with this URL (scheme, www., fragment and a trailing / ignored), path or title."""
