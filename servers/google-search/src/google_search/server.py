@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from gaia_kit import KitServer, ToolFailure, page, run
 from gaia_kit.args import MaxLength, StartIndex
 from gaia_kit.reader import read_page, reader_backend
-from gaia_kit.search import GOOGLE_PAGE, describe_backend, render, web_search
+from gaia_kit.search import GOOGLE_PAGE, render, search_check, web_search
 from pydantic import Field
 
 DEFAULT_RESULTS = 5
@@ -53,13 +53,13 @@ async def read_webpage(
 
 
 def check() -> dict[str, Any]:
-    backend = describe_backend()
-    missing = [backend.removeprefix("none: ")] if backend.startswith("none") else []
+    found = search_check()
     try:
         reading = reader_backend()
     except ToolFailure as exc:  # a bad READWEB_BACKEND: doctor shows it
-        reading, missing = "none", [*missing, str(exc)]
-    return {"backend": f"search: {backend}; pages: {reading}", "missing": missing}
+        reading = "none"
+        found["missing"].append(str(exc))
+    return {"backend": f"search: {found['backend']}; pages: {reading}", "missing": found["missing"]}
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ import json
 from typing import Annotated, Any, Literal
 
 from gaia_kit import KitServer, page, run
-from gaia_kit.search import GOOGLE_PAGE, describe_backend, render, web_search
+from gaia_kit.search import GOOGLE_PAGE, describe_backend, render, search_check, web_search
 from pydantic import Field
 
 server = KitServer(
@@ -72,11 +72,7 @@ def get_search_capabilities() -> str:
 
 
 def check() -> dict[str, Any]:
-    backend = describe_backend()
-    return {
-        "backend": backend,
-        "missing": [backend.removeprefix("none: ")] if backend.startswith("none") else [],
-    }
+    return search_check()
 
 
 def main() -> None:

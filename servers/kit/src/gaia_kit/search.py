@@ -104,6 +104,14 @@ def describe_backend() -> str:
     return f"corpus (offline index at {settings.gaia_corpus_path})"
 
 
+def search_check() -> dict[str, Any]:
+    """What `gaia-env doctor` prints for a search server: the backend, or "none" and what to set."""
+    line = describe_backend()
+    if line.startswith("none: "):
+        return {"backend": "none", "missing": [line.removeprefix("none: ")]}
+    return {"backend": line, "missing": []}
+
+
 async def web_search(
     query: str, num: int, *, safe: bool = True, language: str = "en", country: str = "us"
 ) -> SearchResults:
