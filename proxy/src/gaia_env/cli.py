@@ -87,6 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
     corpus.add_argument(
         "--output", "--path", dest="index", type=Path, help="the index file (default: GAIA_CORPUS_PATH)"
     )
+    corpus.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="processes converting documents (default: all cores)",
+    )
     corpus.set_defaults(handler=cmd_corpus)
 
     doctor = sub.add_parser(
@@ -298,7 +304,7 @@ def cmd_corpus(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-        report = build(args.source, index, progress=_build_progress)
+        report = build(args.source, index, progress=_build_progress, jobs=max(1, args.jobs))
     except ToolFailure as exc:
         print(f"gaia-env: {exc}", file=sys.stderr)
         return 1

@@ -139,3 +139,13 @@ def test_a_query_broader_than_the_rank_cap_puts_title_matches_first(tmp_path, mo
     monkeypatch.setattr(corpus_module, "RANK_CAP", 3)
     hits = Corpus.open(index).search("river", 3)  # z.md is indexed last: past the first 3 matches
     assert hits[0].title == "River" and len({hit.url for hit in hits}) == 3
+
+
+def test_worker_processes_build_the_same_index(tmp_path):
+    write_folder(tmp_path / "docs")
+    zim = write_zim(tmp_path / "wiki.zim", ARTICLES, redirects={"Python": "Python (programming language)"})
+    for source in (tmp_path / "docs", zim):
+        one = Corpus.open(build(source, tmp_path / "one.sqlite", jobs=1).path)
+        two = Corpus.open(build(source, tmp_path / "two.sqlite", jobs=2).path)
+        rows = "SELECT url, path, title, text FROM docs ORDER BY id"
+        assert one._db().execute(rows).fetchall() == two._db().execute(rows).fetchall()
