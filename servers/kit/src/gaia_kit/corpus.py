@@ -446,7 +446,10 @@ def zim_url(metadata: dict[str, str], archive_name: str, path: str) -> str:
 def zim_documents(archive: Any, jobs: int = 1) -> Iterator[Source | None]:
     """Every HTML article of the ZIM as markdown; None for redirects, media and metadata entries."""
     path = str(archive.filename)
-    return _converted(_zim_entry, range(archive.entry_count), jobs, _open_zim_here, (path,))
+    try:
+        yield from _converted(_zim_entry, range(archive.entry_count), jobs, _open_zim_here, (path,))
+    finally:
+        _here.clear()  # a one-process build opened the ZIM here: let it go
 
 
 _here: dict[str, Any] = {}  # the ZIM this process converts entries of (each worker opens its own)
