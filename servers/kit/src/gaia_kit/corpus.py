@@ -21,6 +21,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -101,7 +102,7 @@ class Corpus:
                 f"--output {path}` or fix {CORPUS_ENV}."
             )
         try:
-            with _connect(path) as db:
+            with closing(_connect(path)) as db:
                 meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
         except sqlite3.Error:
             raise ToolFailure(
