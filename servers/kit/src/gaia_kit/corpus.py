@@ -161,6 +161,8 @@ class Corpus:
                 "JOIN docs d ON d.id = docs_fts.rowid WHERE docs_fts MATCH ? AND docs_fts.rowid = ?",
                 (expression, rowid),
             ).fetchone()
+            # Markdown heading marks read as noise once the snippet is one line.
+            snip = re.sub(r"(?:^|(?<=\s))#{1,6} ", "", snip)
             hits.append(Hit(title, url, " ".join(snip.split()), round(-rank, 6)))
         return hits
 
