@@ -10,6 +10,8 @@ Backends (READWEB_BACKEND):
 - `tavily`: Tavily extract (TAVILY_API_KEY), `POST <TAVILY_API_URL>` with a JSON body.
 - `auto` (default): Jina when its key is set, else Tavily when its key is set, else local; a keyed
   backend that fails falls back to local, so a quota or outage costs quality, not the answer.
+Before any of them, a page the offline index (GAIA_CORPUS_PATH, gaia_kit.corpus) holds is
+answered from it, with no network.
 
 Every failure is a ToolFailure in one sentence; a page with no readable text is a failure too.
 """
@@ -25,11 +27,12 @@ import httpx
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .blocking import run_blocking
+from .corpus import configured_corpus
 from .errors import ToolFailure
 from .extract import document_text
 from .http import shared_http
 
-Backend = Literal["local", "jina", "tavily"]
+Backend = Literal["local", "jina", "tavily", "corpus"]
 BACKENDS = ("local", "jina", "tavily", "auto")
 MAX_IMAGES = 50
 ACCEPT = "text/html,application/xhtml+xml,application/pdf;q=0.9,text/plain;q=0.8,*/*;q=0.5"
@@ -82,7 +85,10 @@ def reader_backend(settings: ReaderSettings | None = None) -> Backend:
 
 
 async def read_page(url: str, *, images: bool = False) -> WebPage:
-    """The readable content of `url` through the configured backend."""
+    """The readable content of `url`: from the offline index when it has it, else the configured backend."""
+    offline = await _read_corpus(url)
+    if offline is not None:
+        return offline
     url = _checked_url(url)
     settings = ReaderSettings()
     backend = reader_backend(settings)
@@ -104,6 +110,18 @@ def _checked_url(url: str) -> str:
             raise ToolFailure(f"Only http and https URLs can be read, not {url[:200]!r}; pass a full URL.")
         url = "https://" + url  # a bare host such as "example.com/page"
     return url
+
+
+async def _read_corpus(url: str) -> WebPage | None:
+    def lookup() -> WebPage | None:
+        corpus = configured_corpus()
+        address = url.strip() if "://" in url else "https://" + url.strip()  # a URL, never a title
+        document = corpus.read(address) if corpus is not None and url.strip() else None
+        if document is None:
+            return None
+        return _page(document.url, document.title, document.text, "text/markdown", "corpus", ())
+
+    return await run_blocking(lookup)
 
 
 # ---- local ---------------------------------------------------------------------------------------
