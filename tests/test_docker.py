@@ -245,3 +245,10 @@ def test_the_vnc_sidecar_serves_novnc_and_shares_its_display(stack):
 def test_the_container_runs_as_a_non_root_user(stack):
     who = run([*stack["cmd"], "exec", "-T", "gateway", "id", "-u"], env=stack["env"])
     assert who.stdout.strip() == "10001", shlex.join(stack["cmd"]) + who.stderr
+
+
+def test_the_image_reads_more_than_english(stack):
+    langs = run([*stack["cmd"], "exec", "-T", "gateway", "tesseract", "--list-langs"], env=stack["env"])
+    assert {"eng", "fra", "deu", "chi_sim", "jpn", "ara"} <= set(langs.stdout.split()), (
+        langs.stdout + langs.stderr
+    )
