@@ -88,6 +88,8 @@ def test_compose_serves_the_ports_it_announces_with_no_env_file(tmp_path):
     assert gateway["environment"]["DISPLAY"] == vnc["environment"]["VNC_DISPLAY"] == ":99"
     assert gateway["environment"]["GAIA_BROWSER_HEADLESS"] == "false"
     assert gateway["depends_on"]["vnc"]["condition"] == "service_healthy"
+    # The sidecar runs the image compose builds for the gateway; pulling it could only fail.
+    assert vnc["image"] == gateway["image"] and vnc["pull_policy"] == "never" and "build" not in vnc
     assert (ROOT / "docker" / "vnc.sh").stat().st_mode & 0o111, "docker/vnc.sh must be executable"
 
 
