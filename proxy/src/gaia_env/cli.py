@@ -1,4 +1,4 @@
-"""The `gaia-env` command: serve, tools, call, doctor."""
+"""The `gaia-env` command: serve, tools, call, cache, corpus, doctor."""
 
 from __future__ import annotations
 
@@ -80,6 +80,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="the cache file (default: Redis at GAIA_HTTP_CACHE_URL, else GAIA_HTTP_CACHE_PATH)",
     )
     cache.set_defaults(handler=cmd_cache)
+
+    corpus = sub.add_parser(
+        "corpus", help="the offline search index: build it from a folder of documents or a .zim file, stats"
+    )
+    corpus.add_argument("action", choices=["build", "stats"])
+    corpus.add_argument(
+        "source", nargs="?", type=Path, help="build: a folder (html, md, txt, pdf) or a .zim file"
+    )
+    corpus.add_argument(
+        "--output", "--path", dest="index", type=Path, help="the index file (default: GAIA_CORPUS_PATH)"
+    )
+    corpus.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="processes converting documents (default: all cores)",
+    )
+    corpus.set_defaults(handler=cmd_corpus)
 
     doctor = sub.add_parser(
         "doctor",
@@ -280,6 +298,37 @@ def cmd_cache(args: argparse.Namespace) -> int:
     else:
         print(f"removed {cache.clear()} responses from {path}")
     return 0
+
+
+def cmd_corpus(args: argparse.Namespace) -> int:
+    from gaia_kit.corpus import Corpus, build, default_index_path
+    from gaia_kit.errors import ToolFailure
+
+    index = args.index or default_index_path()
+    try:
+        if args.action == "stats":
+            print(json.dumps(Corpus.open(index).stats(), indent=2, ensure_ascii=False))
+            return 0
+        if args.source is None:
+            print(
+                "gaia-env: corpus build needs a SOURCE: a folder of documents or a .zim file.",
+                file=sys.stderr,
+            )
+            return 2
+        report = build(args.source, index, progress=_build_progress, jobs=max(1, args.jobs))
+    except ToolFailure as exc:
+        print(f"gaia-env: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"indexed {report.documents} documents ({report.skipped} skipped) from {args.source} into "
+        f"{report.path} in {report.seconds:g} s; set GAIA_CORPUS_PATH={report.path} to use it"
+    )
+    return 0
+
+
+def _build_progress(count: int) -> None:
+    if count % 10_000 == 0:
+        print(f"  {count:,} documents", file=sys.stderr, flush=True)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

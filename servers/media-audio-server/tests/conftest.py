@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import socket
-import subprocess
 import threading
 import time
 from collections import deque
@@ -23,17 +22,6 @@ async def call(kit_env):
     """call(tool, **arguments) -> CallToolResult, through the MCP protocol, in session s1."""
     async with session_call(server, kit_env.workspace) as invoke:
         yield invoke
-
-
-SENTENCE = "The museum opens on Monday morning"
-
-
-@pytest.fixture(scope="session")
-def speech(tmp_path_factory):
-    """An espeak-ng recording of SENTENCE, as WAV."""
-    path = tmp_path_factory.mktemp("speech") / "fox.wav"
-    subprocess.run(["espeak-ng", "-s", "140", "-w", str(path), SENTENCE], check=True, capture_output=True)
-    return path
 
 
 @pytest.fixture

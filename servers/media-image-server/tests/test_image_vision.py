@@ -1,25 +1,10 @@
 """analyze_image_ai against the loopback OpenAI-compatible fake, which checks the request."""
 
-import base64
-import io
-
 import pytest
-from gaia_kit.testing import failed, ok
+from gaia_kit.testing import failed, ok, sent_content
 from PIL import Image
 
 pytestmark = pytest.mark.anyio
-
-
-def sent_images(request):
-    """The images of the user message's content parts, decoded from their data URLs."""
-    parts = request["messages"][-1]["content"]
-    images = []
-    for part in parts:
-        if part["type"] == "image_url":
-            url = part["image_url"]["url"]
-            assert url.startswith(("data:image/png;base64,", "data:image/jpeg;base64,"))
-            images.append(Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))))
-    return [p["text"] for p in parts if p["type"] == "text"], images
 
 
 async def test_the_question_and_image_reach_the_model_and_its_answer_comes_back(call, kit_env, fake):
@@ -29,7 +14,7 @@ async def test_the_question_and_image_reach_the_model_and_its_answer_comes_back(
     assert out == "A plain red rectangle."
     request = fake.requests[0]
     assert request["model"] == "fake-vision" and fake.headers[0]["authorization"] == "Bearer sk-image-secret"
-    texts, images = sent_images(request)
+    texts, images = sent_content(request)
     assert texts == ["What colour is it?"] and len(images) == 1
     assert images[0].size == (2048, 512) and images[0].getpixel((10, 10))[:3] == (255, 0, 0)
 
@@ -38,7 +23,7 @@ async def test_the_default_task_describes_the_image(call, kit_env, fake):
     Image.new("RGBA", (30, 20), (0, 0, 0, 0)).save(kit_env.workspace / "clear.png")
     fake.answer("Nothing but white.")
     assert ok(await call("analyze_image_ai", file_path="clear.png")) == "Nothing but white."
-    texts, images = sent_images(fake.requests[0])
+    texts, images = sent_content(fake.requests[0])
     assert texts == ["Describe what you see in this image"]
     assert images[0].size == (30, 20) and images[0].getpixel((0, 0))[:3] == (255, 255, 255)
 

@@ -2,19 +2,19 @@
 
 Each conversion gets its own throwaway LibreOffice profile: two soffice processes sharing a profile
 either block on its lock or hand the job to the first one, so concurrent calls would collide.
-The process runs in its own process group, and the whole group is killed at the deadline.
+The process runs in its own process group (gaia_kit.process), and the whole group is killed at the deadline.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 from pathlib import Path
 
 from .errors import ToolFailure
+from .process import run_in_group
 
 APT_PACKAGES = "libreoffice-writer-nogui, libreoffice-impress-nogui or libreoffice-calc-nogui"
 
@@ -46,40 +46,22 @@ def convert_with_libreoffice(source: Path, target_format: str, out_dir: Path, ti
             str(out_dir),
             str(source),
         ]
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group, so the deadline kills every child too
-            env={**os.environ, "HOME": profile},
-        )
         try:
-            output, _ = process.communicate(timeout=timeout)
+            # its own process group: oosplash starts soffice.bin as a child, and the deadline kills both
+            done = run_in_group(
+                command, timeout=timeout, env={**os.environ, "HOME": profile}, merge_stderr=True
+            )
         except subprocess.TimeoutExpired:
-            _kill_group(process)
             raise ToolFailure(
                 f"Converting {source.name} with LibreOffice took longer than {timeout:.0f} s and was stopped; "
                 "the file may be very large or damaged."
             ) from None
-        except BaseException:  # cancelled or interrupted: leave no soffice behind
-            _kill_group(process)
-            raise
     target = out_dir / f"{source.stem}.{target_format.split(':')[0]}"
-    if process.returncode != 0 or not target.exists():
-        detail = output.decode("utf-8", "replace").strip().splitlines()
-        reason = detail[-1][:200] if detail else f"exit status {process.returncode}"
+    if done.returncode != 0 or not target.exists():
+        detail = done.stdout.decode("utf-8", "replace").strip().splitlines()
+        reason = detail[-1][:200] if detail else f"exit status {done.returncode}"
         raise ToolFailure(
             f"LibreOffice could not convert {source.name} to {target_format} ({reason}); "
             "the file may be damaged or not what its extension says."
         )
     return target
-
-
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    """Kill soffice and anything it started (oosplash starts soffice.bin as a child)."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    process.wait()

@@ -3,6 +3,7 @@
     with FakeOpenAI(model="m", api_key="k") as fake:
         fake.answer("42")                       # the next request gets this completion
         fake.fail(429, retry_after="0")         # ... or this error
+        fake.hold.clear()                       # requests wait (a slow model) until fake.hold.set()
         monkeypatch.setenv("MCP_LLM_BASE_URL", fake.base_url)
         ...
         assert fake.requests[0]["messages"][-1]["content"] == "..."
@@ -23,6 +24,7 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -42,6 +44,11 @@ class FakeOpenAI:
         self.headers: list[dict[str, str]] = []
         self._script: deque[tuple[int, Any, dict[str, str]]] = deque()
         self._lock = threading.Lock()
+        self.hold = threading.Event()
+        """Cleared by a test, requests wait until it is set again: a slow model."""
+        self.hold.set()
+        self.arrived = threading.Event()
+        """Set when a request has been received (and recorded)."""
         app = Starlette(routes=[Route("/v1/chat/completions", self._complete, methods=["POST"])])
         self._loopback = LoopbackServer(app)
         self.port = self._loopback.port
@@ -95,6 +102,9 @@ class FakeOpenAI:
             if not self._script:
                 return _error(500, "The fake has no scripted answer left.")
             status, reply, headers = self._script.popleft()
+        self.arrived.set()
+        while not self.hold.is_set():
+            await anyio.sleep(0.01)
         return JSONResponse(reply, status_code=status, headers=headers)
 
     def __enter__(self) -> FakeOpenAI:
@@ -102,6 +112,7 @@ class FakeOpenAI:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.hold.set()
         self._loopback.stop()
 
 

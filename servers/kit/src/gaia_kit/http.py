@@ -28,7 +28,7 @@ import sqlite3
 import ssl
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -40,6 +40,7 @@ from typing import Any, Literal, TypeVar
 import anyio
 import charset_normalizer
 import httpx
+from anyio import AsyncFile
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -106,7 +107,10 @@ class HttpSettings(BaseSettings):
     max_redirects: int = 5
     max_bytes: int = 50 * 1024 * 1024
     per_host_limit: int = 8
-    host_limits: str = "*.wikipedia.org=1,*.wikimedia.org=1,*.wiktionary.org=1,export.arxiv.org=1"
+    host_limits: str = (
+        "*.wikipedia.org=1,*.wikimedia.org=1,*.wiktionary.org=1,export.arxiv.org=1,"
+        "archive.org=2,*.archive.org=2"
+    )
     """Concurrent requests per process for these hosts (`*.` matches subdomains, which share one limit)."""
     host_intervals: str = "export.arxiv.org=3"
     """Seconds between the starts of two requests to these hosts (arXiv asks for 3)."""
@@ -118,6 +122,8 @@ class HttpSettings(BaseSettings):
     """A URL or e-mail address put in the User-Agent, as Wikimedia's policy asks."""
     cache_mode: CacheMode = "read-write"
     cache_path: Path = Field(default_factory=_default_cache_path)
+    cache_max_file_bytes: int = 20 * 1024 * 1024
+    """Downloads (HttpClient.download) larger than this are not recorded, so replay misses them."""
     cache_ttl_s: float = 7 * 24 * 3600
     cache_url: str = ""
     """redis://host:6379/0 keeps the cache in Redis, shared by gateways on many machines, instead of cache_path."""
@@ -159,6 +165,17 @@ class HttpFailure(ToolFailure):
     def __init__(self, message: str, status: int):
         super().__init__(message)
         self.status = status
+
+
+class TooLarge(ToolFailure):
+    """An answer past the byte cap; callers with their own cap setting catch it to name that setting."""
+
+    def __init__(self, url: httpx.URL, max_bytes: int):
+        super().__init__(
+            f"The answer from {_where(url)} is larger than {max_bytes:,} bytes, the cap "
+            f"(GAIA_HTTP_MAX_BYTES); fetch a smaller resource or raise the cap."
+        )
+        self.max_bytes = max_bytes
 
 
 def user_agent(contact: str = "") -> str:
@@ -294,32 +311,88 @@ class HttpClient:
         request = self._build(method.upper(), url, params, headers, json, data, content)
         mode = self._cache_mode(request.method, cache)
         key = _cache_key(request, json) if mode != "off" else ""
-        if mode != "off":
-            ttl = 0 if mode == "replay" else self.settings.cache_ttl_s
-            hit = await self._in_cache(lambda cache: cache.get(key, ttl))
-            if hit is not None:
-                return self._checked(_from_cache(hit), check)
-            if mode == "replay":
-                raise ToolFailure(
-                    f"No recorded answer for {request.method} {_where(request.url)}{request.url.path} in the "
-                    f"HTTP cache {self.cache_location}, and GAIA_HTTP_CACHE_MODE=replay answers only "
-                    f"from the cache; record it first with GAIA_HTTP_CACHE_MODE=read-write."
-                )
-        try:
-            with anyio.fail_after(self.settings.total_timeout_s):
-                response = await self._follow(request, max_bytes or self.settings.max_bytes)
-        except TimeoutError:
-            raise ToolFailure(
-                f"{_where(request.url)} did not finish answering within {self.settings.total_timeout_s:g} s "
-                f"(GAIA_HTTP_TOTAL_TIMEOUT_S); try again later."
-            ) from None
-        if mode == "read-write" and _storable(response.status):
-            entry = CachedResponse(
-                request.method, masked_url(request.url), response.status, response.headers,
-                response.content, response.url, time.time(),
-            )  # fmt: skip
-            await self._in_cache(lambda cache: cache.put(key, entry))
+        hit = await self._recorded(request, mode, key)
+        if hit is not None:
+            return self._checked(hit, check)
+        response = await self._deadline(request, self._follow(request, max_bytes or self.settings.max_bytes))
+        if mode == "read-write":
+            await self._record(request, key, response, response.content)
         return self._checked(response, check)
+
+    async def download(
+        self,
+        url: str,
+        path: Path,
+        *,
+        headers: Mapping[str, str] | None = None,
+        max_bytes: int | None = None,
+        timeout_s: float | None = None,
+    ) -> HttpResponse:
+        """GET `url` into the file `path` chunk by chunk, so a large body never sits in memory whole.
+
+        The returned response's `content` is empty for a 2xx answer (the body is in the file). Bodies up
+        to GAIA_HTTP_CACHE_MAX_FILE_BYTES are recorded and replayed like any GET; larger ones are not.
+        A failure may leave part of a body in `path`: write to a temporary file and rename on success.
+        """
+        request = self._build("GET", url, None, headers, None, None, None)
+        mode = self._cache_mode("GET", None)
+        key = _cache_key(request, None) if mode != "off" else ""
+        hit = await self._recorded(request, mode, key)
+        limit = max_bytes or self.settings.max_bytes
+        if hit is not None:
+            if len(hit.content) > limit:
+                raise TooLarge(request.url, limit)
+            if hit.status < 300:
+                await anyio.Path(path).write_bytes(hit.content)
+                hit = HttpResponse(hit.status, hit.headers, b"", hit.url, from_cache=True)
+            return self._checked(hit, True)
+        async with await anyio.open_file(path, "w+b") as sink:
+            response = await self._deadline(request, self._follow(request, limit, sink), timeout_s)
+        size = (await anyio.Path(path).stat()).st_size
+        if mode == "read-write" and size <= self.settings.cache_max_file_bytes:
+            body = await anyio.Path(path).read_bytes() if response.status < 300 else response.content
+            await self._record(request, key, response, body)
+        return self._checked(response, True)
+
+    async def _recorded(self, request: httpx.Request, mode: CacheMode, key: str) -> HttpResponse | None:
+        """The cached answer to `request`, None to fetch it, or in replay mode a miss explained."""
+        if mode == "off":
+            return None
+        ttl = 0 if mode == "replay" else self.settings.cache_ttl_s
+        hit = await self._in_cache(lambda cache: cache.get(key, ttl))
+        if hit is not None:
+            return _from_cache(hit)
+        if mode == "replay":
+            raise ToolFailure(
+                f"No recorded answer for {request.method} {_where(request.url)}{request.url.path} in the "
+                f"HTTP cache {self.cache_location}, and GAIA_HTTP_CACHE_MODE=replay answers only "
+                f"from the cache; record it first with GAIA_HTTP_CACHE_MODE=read-write."
+            )
+        return None
+
+    async def _record(self, request: httpx.Request, key: str, response: HttpResponse, body: bytes) -> None:
+        if not _storable(response.status):
+            return
+        entry = CachedResponse(
+            request.method, masked_url(request.url), response.status, response.headers,
+            body, response.url, time.time(),
+        )  # fmt: skip
+        await self._in_cache(lambda cache: cache.put(key, entry))
+
+    async def _deadline(
+        self, request: httpx.Request, work: Awaitable[HttpResponse], timeout_s: float | None = None
+    ) -> HttpResponse:
+        """`work` within the call's deadline (the caller's timeout_s, else GAIA_HTTP_TOTAL_TIMEOUT_S)."""
+        seconds = timeout_s or self.settings.total_timeout_s
+        try:
+            with anyio.fail_after(seconds):
+                return await work
+        except TimeoutError:
+            limit = "the timeout asked for" if timeout_s else "GAIA_HTTP_TOTAL_TIMEOUT_S"
+            raise ToolFailure(
+                f"{_where(request.url)} did not finish answering within {seconds:g} s ({limit}); "
+                "try again later, or allow more time."
+            ) from None
 
     def _cache_mode(self, method: str, cache: bool | None) -> CacheMode:
         # Replay answers every call from the cache: nothing may reach the network in an offline rerun.
@@ -355,12 +428,14 @@ class HttpClient:
             method, target, params=params, headers=merged, json=json, data=data, content=content
         )
 
-    async def _follow(self, request: httpx.Request, max_bytes: int) -> HttpResponse:
+    async def _follow(
+        self, request: httpx.Request, max_bytes: int, sink: AsyncFile | None = None
+    ) -> HttpResponse:
         """Follow redirects here, so that the guard sees every hop."""
         method, url, headers, body = request.method, request.url, request.headers.copy(), request.content
         del headers["host"]  # each hop's request sets its own
         for _ in range(self.settings.max_redirects + 1):
-            answer = await self._with_retries(method, url, headers, body, max_bytes)
+            answer = await self._with_retries(method, url, headers, body, max_bytes, sink)
             location = answer.headers.get("location")
             if answer.status not in REDIRECTS or not location:
                 kept = {k: v for k, v in answer.headers.items() if k not in DROPPED_HEADERS}
@@ -385,12 +460,13 @@ class HttpClient:
         )
 
     async def _with_retries(
-        self, method: str, url: httpx.URL, headers: httpx.Headers, body: bytes, max_bytes: int
-    ) -> _Answer:
+        self, method: str, url: httpx.URL, headers: httpx.Headers, body: bytes, max_bytes: int,
+        sink: AsyncFile | None = None,
+    ) -> _Answer:  # fmt: skip
         attempts = self.settings.retries + 1
         for attempt in range(1, attempts + 1):
             try:
-                answer = await self._send(method, url, headers, body, max_bytes)
+                answer = await self._send(method, url, headers, body, max_bytes, sink)
             except (
                 httpx.ConnectError,
                 httpx.ConnectTimeout,
@@ -425,8 +501,9 @@ class HttpClient:
         await anyio.sleep(wait)
 
     async def _send(
-        self, method: str, url: httpx.URL, headers: httpx.Headers, body: bytes, max_bytes: int
-    ) -> _Answer:
+        self, method: str, url: httpx.URL, headers: httpx.Headers, body: bytes, max_bytes: int,
+        sink: AsyncFile | None = None,
+    ) -> _Answer:  # fmt: skip
         # Built by hand and sent as is: the client's cookie jar never adds to it. The guard runs when
         # the transport opens a connection; the literal check here refuses before any queueing.
         check_literal(url.host, self.allow)
@@ -434,7 +511,9 @@ class HttpClient:
         async with self._slot(url.host):
             response = await self._client.send(request, stream=True)
             try:
-                content = await _read_capped(response, max_bytes, url)
+                # Only a success goes to the file: error, retry and redirect bodies stay in memory.
+                into = sink if sink is not None and 200 <= response.status_code < 300 else None
+                content = await _read_capped(response, max_bytes, url, into)
             finally:
                 await response.aclose()
         return _Answer(response.status_code, response.headers, content)
@@ -518,24 +597,32 @@ def _from_cache(entry: CachedResponse) -> HttpResponse:
     return HttpResponse(entry.status, entry.headers, entry.content, entry.final_url, from_cache=True)
 
 
-async def _read_capped(response: httpx.Response, max_bytes: int, url: httpx.URL) -> bytes:
-    """The decoded body, aborted as soon as it passes the cap (a gzip bomb stops there too)."""
+async def _read_capped(
+    response: httpx.Response, max_bytes: int, url: httpx.URL, sink: AsyncFile | None = None
+) -> bytes:
+    """The decoded body, aborted as soon as it passes the cap (a gzip bomb stops there too).
 
-    def too_large() -> ToolFailure:
-        return ToolFailure(
-            f"The answer from {_where(url)} is larger than {max_bytes:,} bytes, the cap "
-            f"(GAIA_HTTP_MAX_BYTES); fetch a smaller resource or raise the cap."
-        )
+    With a sink the body is written there instead (from its start: a retried attempt overwrites).
+    """
+
+    def too_large() -> TooLarge:
+        return TooLarge(url, max_bytes)
 
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > max_bytes and response.status_code not in REDIRECTS:
         raise too_large()
     chunks, size = [], 0
+    if sink is not None:
+        await sink.seek(0)
+        await sink.truncate()
     async for chunk in response.aiter_bytes():
         size += len(chunk)
         if size > max_bytes:
             raise too_large()
-        chunks.append(chunk)
+        if sink is not None:
+            await sink.write(chunk)
+        else:
+            chunks.append(chunk)
     return b"".join(chunks)
 
 

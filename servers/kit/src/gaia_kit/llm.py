@@ -114,6 +114,18 @@ def llm_status(prefix: str) -> dict[str, Any]:
     }
 
 
+def configured(prefix: str) -> LLMConfig:
+    """The settings, or a ToolFailure naming the variables to set; a tool that prepares costly input
+    for the model (frames, transcripts) calls it first, so a missing model fails at once."""
+    config = llm_config(prefix)
+    if config.missing:
+        raise ToolFailure(
+            f"No language model is configured for this tool: set {' and '.join(config.missing)} "
+            f"(and {prefix.upper()}_LLM_API_KEY or {FALLBACK}_LLM_API_KEY if the endpoint needs a key)."
+        )
+    return config
+
+
 def model_line(prefix: str) -> str:
     """One line for a capabilities tool: the model in use, or the variables still to set."""
     config = llm_config(prefix)
@@ -139,12 +151,7 @@ async def chat(
 
     `timeout` (seconds, retries included) can only shorten the configured deadline.
     """
-    config = llm_config(prefix)
-    if config.missing:
-        raise ToolFailure(
-            f"No language model is configured for this tool: set {' and '.join(config.missing)} "
-            f"(and {prefix.upper()}_LLM_API_KEY or {FALLBACK}_LLM_API_KEY if the endpoint needs a key)."
-        )
+    config = configured(prefix)
     deadline = min(config.timeout_s, timeout) if timeout else config.timeout_s
     limit = max_tokens or DEFAULT_MAX_TOKENS
     if config.max_tokens:

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
 from .settings import get_settings
 
 
@@ -34,3 +39,13 @@ def truncate(text: str, limit: int, *, note: str = "") -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}\n\n[Output truncated at {limit} of {len(text)} characters.{(' ' + note) if note else ''}]"
+
+
+def formatted(found: dict[str, Any], output_format: str, markdown: Callable[[dict[str, Any]], str]) -> str:
+    """`found` as JSON, as `markdown(found)`, or ("text") that markdown without heading marks and bold."""
+    if output_format == "json":
+        return json.dumps(found, indent=2, ensure_ascii=False)
+    text = markdown(found)
+    if output_format == "text":
+        text = re.sub(r"^#+ |\*\*", "", text, flags=re.M)
+    return text

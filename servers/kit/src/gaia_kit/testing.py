@@ -13,7 +13,9 @@ In a server's tests/conftest.py:
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import io
 import json
 import os
 import shutil
@@ -126,6 +128,34 @@ async def session_call(server: MCPServer, workspace: Path, session_id: str = "s1
         yield invoke
 
 
+SPOKEN_SENTENCE = "The museum opens on Monday morning"
+
+
+@pytest.fixture(scope="session")
+def speech(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An espeak-ng recording of SPOKEN_SENTENCE, as WAV, for the transcription tests."""
+    path = tmp_path_factory.mktemp("speech") / "sentence.wav"
+    command = ["espeak-ng", "-s", "140", "-w", str(path), SPOKEN_SENTENCE]
+    subprocess.run(command, check=True, capture_output=True)
+    return path
+
+
+def sent_content(request: dict[str, Any]) -> tuple[list[str], list[Any]]:
+    """(text parts, images) of the last message of a chat request a fake received; each image is
+    decoded from its data URL with Pillow, and must be a PNG or JPEG one."""
+    from PIL import Image
+
+    texts, images = [], []
+    for part in request["messages"][-1]["content"]:
+        if part["type"] == "text":
+            texts.append(part["text"])
+        elif part["type"] == "image_url":
+            url = part["image_url"]["url"]
+            assert url.startswith(("data:image/png;base64,", "data:image/jpeg;base64,")), url[:40]
+            images.append(Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))))
+    return texts, images
+
+
 def text(result: Any) -> str:
     return "\n".join(block.text for block in result.content if block.type == "text")
 
@@ -162,3 +192,18 @@ def run_measured(script: str, env: dict[str, str] | None = None, timeout: float 
     assert done.returncode == 0, done.stderr[-3000:]
     report, peak = done.stdout.strip().splitlines()[-2:]
     return {**json.loads(report), **json.loads(peak)}
+
+
+@pytest.fixture
+def fake_web(kit_env: SimpleNamespace, fresh_http: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """gaia_kit.fake_web's loopback web, allow-listed, with the page reader's keys unset and its URLs on it."""
+    from .fake_web import FakeWeb
+
+    for name in ("READWEB_BACKEND", "JINA_API_KEY", "TAVILY_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GAIA_HTTP_ALLOW", "127.0.0.1")
+    monkeypatch.setenv("GAIA_HTTP_BACKOFF_BASE_S", "0.01")
+    with FakeWeb(slow_s=3) as web:
+        monkeypatch.setenv("JINA_API_URL", web.url("/jina/"))
+        monkeypatch.setenv("TAVILY_API_URL", web.url("/tavily/extract"))
+        yield web

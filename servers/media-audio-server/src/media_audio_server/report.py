@@ -5,14 +5,9 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 
 from gaia_kit import PathGuard, ToolFailure
+from gaia_kit.media import clock, is_url
 
 from . import media, transcribe
-
-
-def _clock(seconds: float) -> str:
-    minutes, rest = divmod(seconds, 60)
-    hours, minutes = divmod(int(minutes), 60)
-    return f"{hours:d}:{minutes:02d}:{rest:05.2f}" if hours else f"{minutes:02d}:{rest:05.2f}"
 
 
 def transcript(shown: str, result: transcribe.Transcript, output_format: str) -> str:
@@ -21,7 +16,7 @@ def transcript(shown: str, result: transcribe.Transcript, output_format: str) ->
         return text
     head = [
         f"File: {shown}",
-        f"Duration: {_clock(result.duration)} ({result.duration:.2f} s)",
+        f"Duration: {clock(result.duration)} ({result.duration:.2f} s)",
         f"Language: {result.language or 'unknown'}",
         f"Engine: {result.engine}",
         f"Segments: {len(result.segments)}",
@@ -29,7 +24,7 @@ def transcript(shown: str, result: transcribe.Transcript, output_format: str) ->
     if output_format == "detailed":
         return "\n".join(head) + "\n\n" + text
     rows = [
-        f"[{_clock(s.start)} - {_clock(s.end)}] {s.text.strip()}" for s in result.segments if s.text.strip()
+        f"[{clock(s.start)} - {clock(s.end)}] {s.text.strip()}" for s in result.segments if s.text.strip()
     ]
     return "\n".join(head) + "\n\n" + ("\n".join(rows) or text)
 
@@ -59,7 +54,7 @@ def metadata(audio: media.Audio, info: dict) -> str:
         f"File: {audio.shown}",
         f"Container: {fmt.get('format_long_name') or fmt.get('format_name', 'unknown')}",
         f"Size: {audio.size_bytes:,} bytes",
-        f"Duration: {_clock(duration)} ({duration:.3f} s)",
+        f"Duration: {clock(duration)} ({duration:.3f} s)",
     ]
     if fmt.get("bit_rate"):
         lines.append(f"Overall bitrate: {int(fmt['bit_rate']) // 1000} kb/s")
@@ -96,7 +91,7 @@ def trim(guard: PathGuard, audio: media.Audio, start: float, length: float | Non
         raise ToolFailure(f"{audio.shown} has no audio (zero length); there is nothing to trim.")
     if start >= total:
         raise ToolFailure(f"start_time {start:g} s is past the end of {audio.shown} ({total:.2f} s long).")
-    name = PurePosixPath(audio.shown).name if not media.is_url(audio.shown) else audio.path.name
+    name = PurePosixPath(audio.shown).name if not is_url(audio.shown) else audio.path.name
     stem, suffix = Path(name).stem, Path(name).suffix.lower() or ".wav"
     if suffix not in media.FORMATS or suffix in (".webm", ".mp4", ".mkv"):
         suffix = ".m4a" if suffix in (".mp4", ".mkv") else ".ogg" if suffix == ".webm" else ".wav"

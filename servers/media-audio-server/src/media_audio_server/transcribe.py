@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -251,5 +252,5 @@ def status() -> dict:
         path, label = local_model_path()
     except (ToolFailure, ImportError) as exc:
         return {"backend": "none", "missing": [str(exc)], "notes": []}
-    missing = [f"{t} (apt-get install ffmpeg)" for t in ("ffmpeg", "ffprobe") if not media.shutil.which(t)]
+    missing = [f"{t} (apt-get install ffmpeg)" for t in ("ffmpeg", "ffprobe") if not shutil.which(t)]
     return {"backend": "local faster-whisper", "missing": missing, "notes": [f"model {label} at {path}"]}

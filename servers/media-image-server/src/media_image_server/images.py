@@ -6,7 +6,6 @@ and the error text are the same everywhere, for local files and URLs alike.
 
 from __future__ import annotations
 
-import base64
 import io
 import os
 from dataclasses import dataclass
@@ -146,31 +145,6 @@ def decoded(opened: Opened) -> Image.Image:
         raise ToolFailure(
             f"{opened.shown} could not be decoded ({exc}); the file is damaged or truncated."
         ) from None
-
-
-def flattened(image: Image.Image, mode: str = "RGB") -> Image.Image:
-    """The image on a white background in `mode`: transparency would turn into black otherwise."""
-    if image.mode in ("RGBA", "LA", "PA") or (image.mode == "P" and "transparency" in image.info):
-        rgba = image.convert("RGBA")
-        background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-        image = Image.alpha_composite(background, rgba)
-    return image.convert(mode)
-
-
-def data_url(image: Image.Image, max_side: int) -> str:
-    """The image, downscaled to `max_side` at most, as a PNG (or JPEG when PNG is large) data URL."""
-    picture = flattened(image)
-    picture.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)
-    buffer = io.BytesIO()
-    picture.save(buffer, "PNG", optimize=False)
-    kind = "png"
-    # A photo: JPEG is a fraction of the size, the model sees no difference, and ten images still fit
-    # in the 20 MB request that common vision APIs accept.
-    if buffer.tell() > 3 * 2**19:
-        buffer = io.BytesIO()
-        picture.save(buffer, "JPEG", quality=90)
-        kind = "jpeg"
-    return f"data:image/{kind};base64,{base64.b64encode(buffer.getvalue()).decode('ascii')}"
 
 
 def _bomb(shown: str, size: tuple[int, int] | None) -> ToolFailure:

@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from gaia_kit import ToolFailure
+from gaia_kit.images import flattened
 from PIL import Image, ImageOps, ImageStat
-
-from .images import flattened
 
 DEADLINE_S = float(os.environ.get("IMAGE_OCR_TIMEOUT", "120"))
 # Tesseract reads text best at a cap height of 20-40 px; screenshot text is often 8-12 px high.

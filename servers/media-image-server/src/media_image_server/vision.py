@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 
 from gaia_kit import PathGuard, ToolFailure, run_blocking
+from gaia_kit.images import data_url, image_part
 from gaia_kit.llm import chat
 
-from .images import Opened, data_url, decoded, load
+from .images import Opened, decoded, load
 
 PREFIX = "IMAGE"
 MAX_SIDE = int(os.environ.get("IMAGE_MAX_SIDE", "2048"))
@@ -42,6 +43,6 @@ async def ask(guard: PathGuard, sources: list[str], question: str) -> str:
     parts: list[dict] = [{"type": "text", "text": question.strip()}]
     for source in sources:
         url = await run_blocking(_encoded, await load(guard, source))
-        parts.append({"type": "image_url", "image_url": {"url": url}})
+        parts.append(image_part(url))
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": parts}]
     return await chat(messages, prefix=PREFIX, max_tokens=MAX_ANSWER_TOKENS)

@@ -16,6 +16,7 @@ from gaia_kit import KitServer, ToolFailure, atomic_write, page, run, run_blocki
 from gaia_kit.args import MaxLength, OutputFormat, StartIndex
 from gaia_kit.extract import pdf_to_text
 from gaia_kit.http import HttpFailure, shared_http
+from gaia_kit.output import formatted
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
@@ -94,7 +95,7 @@ async def search_papers(
         "papers": [p.as_dict() for p in feed.papers],
         "notes": notes,
     }
-    return page(_render(found, output_format, _search_md))
+    return page(formatted(found, output_format, _search_md))
 
 
 @server.tool()
@@ -104,7 +105,7 @@ async def get_paper_details(paper_id: PaperId, output_format: OutputFormat = "ma
     Title, authors, dates, categories, abstract, DOI, journal reference, comments and links.
     """
     paper = await _paper(paper_id)
-    return page(_render(paper.as_dict(), output_format, _paper_md))
+    return page(formatted(paper.as_dict(), output_format, _paper_md))
 
 
 @server.tool()
@@ -136,7 +137,7 @@ async def download_paper(
     found: dict[str, Any] = {"paper": paper.as_dict(), "saved_to": paths.display(target), "bytes": len(pdf)}
     if extract_text:
         found.update(await run_blocking(_pdf_text, target, _setting("ARXIV_TEXT_PAGES", 30)))
-    return page(_render(found, output_format, _download_md), start_index, max_length)
+    return page(formatted(found, output_format, _download_md), start_index, max_length)
 
 
 @server.tool()
@@ -243,15 +244,6 @@ def _pdf_text(path: Path, max_pages: int) -> dict[str, Any]:
 
 
 # --- output ---------------------------------------------------------------------------------------
-
-
-def _render(found: dict[str, Any], output_format: str, markdown: Any) -> str:
-    if output_format == "json":
-        return json.dumps(found, indent=2, ensure_ascii=False)
-    text = markdown(found)
-    if output_format == "text":
-        text = re.sub(r"^#+ |\*\*", "", text, flags=re.M)
-    return text
 
 
 def _paper_lines(paper: dict[str, Any], abstract: bool = True) -> list[str]:

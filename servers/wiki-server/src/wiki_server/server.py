@@ -1,7 +1,9 @@
 """wiki-server: Wikipedia through the live MediaWiki action API, fetched with gaia_kit.http (so answers
 are cached by the kit's record/replay cache and training runs can be replayed offline).
 
-WIKI_API_URL sets the endpoint; `{lang}` in it becomes the language code.
+WIKI_API_URL sets the endpoint; `{lang}` in it becomes the language code. With a Wikipedia ZIM
+configured (WIKI_ZIM_PATH, or GAIA_CORPUS_PATH built from one), every tool but get_article_history
+answers from it with no network, for the ZIM's language (offline.py).
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ from typing import Annotated, Any, NoReturn
 from urllib.parse import quote
 
 import mwparserfromhell
-from gaia_kit import KitServer, ToolFailure, page, run
+from gaia_kit import KitServer, ToolFailure, page, run, run_blocking
 from gaia_kit.args import MaxLength, OutputFormat, StartIndex
 from gaia_kit.http import HttpFailure, shared_http
 from pydantic import Field
+
+from .offline import Article, ZimWiki, offline_wiki
 
 DEFAULT_API_URL = "https://{lang}.wikipedia.org/w/api.php"
 MAX_SEARCH_RESULTS = 50  # the API's own ceiling for list=search without bot rights
@@ -49,7 +53,12 @@ async def search_wikipedia(
 
     Returns titles, short snippets and URLs (at most 50 results); read one with get_article_content.
     """
-    hits = await _search(query, max(1, min(limit, MAX_SEARCH_RESULTS)), language)
+    limit = max(1, min(limit, MAX_SEARCH_RESULTS))
+    wiki = _offline(language)
+    if wiki is not None:
+        hits = await run_blocking(lambda: wiki.search(query, limit))
+    else:
+        hits = await _search(query, limit, language)
     if not hits:
         raise ToolFailure(f"Wikipedia ({language}) has no article matching {query!r}; try other words.")
     return _render({"query": query, "language": language, "results": hits}, output_format, _search_md)
@@ -73,6 +82,11 @@ async def get_article_content(
     The article's plain text (sections as headings); long articles come in pages: read on with
     start_index. include_full_content=false gives the introduction only.
     """
+    wiki = _offline(language)
+    if wiki is not None:
+        zim_article = await _offline_article(wiki, title, auto_suggest)
+        found = await run_blocking(lambda: wiki.content(zim_article, intro_only=not include_full_content))
+        return page(_render(found, output_format, _article_md), start_index, max_length)
     params = {"prop": "extracts|info", "inprop": "url", "explaintext": 1}
     if not include_full_content:
         params["exintro"] = 1
@@ -99,8 +113,14 @@ async def get_article_summary(
 
     The first `sentences` sentences of the article's introduction.
     """
-    params = {"prop": "extracts|info", "inprop": "url", "explaintext": 1, "exintro": 1}
-    article = await _article(title, language, auto_suggest, redirect, params)
+    wiki = _offline(language)
+    if wiki is not None:
+        zim_article = await _offline_article(wiki, title, auto_suggest)
+        intro = await run_blocking(lambda: wiki.content(zim_article, intro_only=True, links=False))
+        article = {"title": intro["title"], "fullurl": intro["url"], "extract": intro["content"]}
+    else:
+        params = {"prop": "extracts|info", "inprop": "url", "explaintext": 1, "exintro": 1}
+        article = await _article(title, language, auto_suggest, redirect, params)
     found = {
         "title": article["title"],
         "url": article.get("fullurl") or _article_url(language, article["title"]),
@@ -117,10 +137,15 @@ async def get_article_categories(
 
     Visible categories only (hidden maintenance categories are left out).
     """
-    params = {"prop": "categories", "cllimit": "max", "clshow": "!hidden"}
-    article = await _article(title, language, False, True, params)
-    names = [c["title"].split(":", 1)[-1] for c in article.get("categories", [])]
-    found = {"title": article["title"], "categories": names}
+    wiki = _offline(language)
+    if wiki is not None:
+        zim_article = await _offline_article(wiki, title, False)
+        found = {"title": zim_article.title, "categories": wiki.categories(zim_article)}
+    else:
+        params = {"prop": "categories", "cllimit": "max", "clshow": "!hidden"}
+        article = await _article(title, language, False, True, params)
+        names = [c["title"].split(":", 1)[-1] for c in article.get("categories", [])]
+        found = {"title": article["title"], "categories": names}
     return page(_render(found, output_format, _list_md("categories", "Categories")))
 
 
@@ -136,6 +161,11 @@ async def get_article_links(
 
     Titles of the articles it links to (main namespace), in pages: read on with start_index.
     """
+    wiki = _offline(language)
+    if wiki is not None:
+        zim_article = await _offline_article(wiki, title, False)
+        found = {"title": zim_article.title, "links": await run_blocking(lambda: wiki.links(zim_article))}
+        return page(_render(found, output_format, _list_md("links", "Links")), start_index, max_length)
     params: dict[str, Any] = {"prop": "links", "pllimit": "max", "plnamespace": 0}
     links: list[str] = []
     found_title = title
@@ -176,6 +206,28 @@ async def get_article_history(
     text rendered readable (templates and markup removed), in pages: read on with start_index.
     """
     until = _end_of(date)
+    if _offline(language) is not None:
+        try:
+            return await _history(
+                title, until, language, auto_suggest, output_format, start_index, max_length
+            )
+        except ToolFailure as exc:
+            raise ToolFailure(
+                f"get_article_history needs the live MediaWiki API (a ZIM holds one revision per article), "
+                f"and it failed: {exc}"
+            ) from None
+    return await _history(title, until, language, auto_suggest, output_format, start_index, max_length)
+
+
+async def _history(
+    title: str,
+    until: str,
+    language: str,
+    auto_suggest: bool,
+    output_format: str,
+    start_index: int,
+    max_length: int | None,
+) -> str:
     resolved = title
     if auto_suggest:
         resolved = (await _article(title, language, True, True, {}))["title"]
@@ -215,7 +267,7 @@ async def get_article_history(
 def get_wikipedia_capabilities() -> str:
     """Get information about Wikipedia service capabilities and configuration."""
     info = {
-        "backend": "live MediaWiki action API, cached by the gaia-env HTTP record/replay cache",
+        "backend": _backend(),
         "api_url": _api_template(),
         "tools": [
             "search_wikipedia",
@@ -231,6 +283,29 @@ def get_wikipedia_capabilities() -> str:
         "history": "revision in force at the end of the given day (UTC), rendered from wikitext",
     }
     return json.dumps(info, indent=2)
+
+
+# --- offline -------------------------------------------------------------------------------------
+
+
+def _offline(language: str) -> ZimWiki | None:
+    """The ZIM, when one is configured and is in this language; else None (the live API answers)."""
+    wiki = offline_wiki()
+    return wiki if wiki is not None and wiki.language in ("", language) else None
+
+
+async def _offline_article(wiki: ZimWiki, title: str, auto_suggest: bool) -> Article:
+    if not title.strip():
+        raise ToolFailure("The title is empty; pass an article title (find one with search_wikipedia).")
+    article = await run_blocking(lambda: wiki.article(title))
+    if article is not None:
+        return article
+    hits = await run_blocking(lambda: wiki.search(title, 5))
+    if auto_suggest and hits:
+        article = await run_blocking(lambda: wiki.article(hits[0]["title"]))
+        if article is not None:
+            return article
+    _missing(title, wiki.language, hits)
 
 
 # --- the API --------------------------------------------------------------------------------------
@@ -330,7 +405,10 @@ def _only_page(data: dict[str, Any], title: str, language: str, allow_missing: b
 
 async def _missing_or(title: str, language: str) -> NoReturn:
     """Fail for a missing article, naming the closest titles the search finds."""
-    hits = await _search(title, 5, language)
+    _missing(title, language, await _search(title, 5, language))
+
+
+def _missing(title: str, language: str, hits: list[dict[str, Any]]) -> NoReturn:
     if hits:
         names = "; ".join(hit["title"] for hit in hits)
         raise ToolFailure(
@@ -438,9 +516,21 @@ def _history_md(found: dict[str, Any]) -> str:
     )
 
 
+def _backend() -> str:
+    live = "live MediaWiki action API, cached by the gaia-env HTTP record/replay cache"
+    wiki = offline_wiki()
+    if wiki is None:
+        return live
+    return f"{wiki.describe()}; other languages and get_article_history: {live}"
+
+
 def check() -> dict[str, Any]:
+    try:
+        backend = _backend()
+    except ToolFailure as exc:
+        return {"backend": f"live MediaWiki API at {_api_template()}", "missing": [str(exc)]}
     return {
-        "backend": f"live MediaWiki API at {_api_template()}",
+        "backend": backend if offline_wiki() else f"live MediaWiki API at {_api_template()}",
         "notes": [
             "answers are cached by the kit's HTTP cache (GAIA_HTTP_CACHE_MODE=replay for offline reruns)"
         ],

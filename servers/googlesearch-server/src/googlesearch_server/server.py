@@ -1,0 +1,79 @@
+"""googlesearch-server: the reference `search_google` tool over the kit's web search backends.
+
+Google Programmable Search when GOOGLE_API_KEY and GOOGLE_CSE_ID are set, else SearXNG when
+SEARXNG_URL is set, else the offline local index (GAIA_CORPUS_PATH); SEARCH_BACKEND forces one.
+The backends live in gaia_kit.search, shared with google-search.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from gaia_kit import KitServer, page, run
+from gaia_kit.search import GOOGLE_PAGE, describe_backend, render, search_check, web_search
+from pydantic import Field
+
+server = KitServer(
+    "googlesearch-server",
+    instructions=(
+        "Web search: search_google returns titles, URLs and snippets; get_search_capabilities says "
+        "which backend (Google, SearXNG or the offline index) answers."
+    ),
+)
+
+
+@server.tool()
+async def search_google(
+    query: Annotated[str, Field(description="The search query string to search for")],
+    num_results: Annotated[
+        int, Field(description="Number of search results to return (1-10, default: 5)")
+    ] = 5,
+    safe_search: Annotated[bool, Field(description="Whether to enable safe search filtering")] = True,
+    language: Annotated[
+        str, Field(description="Language code for search results (e.g., 'en', 'es', 'fr')")
+    ] = "en",
+    country: Annotated[
+        str, Field(description="Country code for search results (e.g., 'us', 'uk', 'ca')")
+    ] = "us",
+    output_format: Annotated[
+        Literal["markdown", "json", "text"], Field(description="Output format: 'markdown', 'json', or 'text'")
+    ] = "json",
+) -> str:
+    """Search the web using Google Custom Search API.
+
+    Titles, URLs and snippets of the best results (at most 10); read a result with a page-reading
+    tool. The backend is Google Programmable Search, SearXNG or an offline index, as configured.
+    """
+    found = await web_search(
+        query, max(1, min(num_results, GOOGLE_PAGE)), safe=safe_search, language=language, country=country
+    )
+    return page(render(found, output_format))
+
+
+@server.tool()
+def get_search_capabilities() -> str:
+    """Get information about search service capabilities and configuration."""
+    info: dict[str, Any] = {
+        "backend": describe_backend(),
+        "backends": {
+            "google": "Google Programmable Search (GOOGLE_API_KEY, GOOGLE_CSE_ID)",
+            "searxng": "a SearXNG instance's JSON API (SEARXNG_URL)",
+            "corpus": "the offline local index (GAIA_CORPUS_PATH, built by `gaia-env corpus build`)",
+        },
+        "selection": "SEARCH_BACKEND, or auto: google, then searxng, then corpus, whichever is configured",
+        "tools": ["search_google", "get_search_capabilities"],
+        "max_results": GOOGLE_PAGE,
+        "options": ["safe_search", "language", "country"],
+        "output_formats": ["json", "markdown", "text"],
+        "cache": "online answers are cached by the gaia-env HTTP record/replay cache (GAIA_HTTP_CACHE_MODE)",
+    }
+    return json.dumps(info, indent=2)
+
+
+def check() -> dict[str, Any]:
+    return search_check()
+
+
+def main() -> None:
+    run(server, check=check)

@@ -1,0 +1,39 @@
+"""ms-playwright's settings (PLAYWRIGHT_* variables); the browser binary and headless mode come from gaia_kit.chromium."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class PlaywrightSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="PLAYWRIGHT_", extra="ignore")
+
+    allow: str = ""
+    """Hosts, addresses and CIDRs the browser may reach although the SSRF rules refuse them (added to GAIA_HTTP_ALLOW)."""
+    block: str = ""
+    """Hosts the browser never loads (`*.` for subdomains), comma-separated, on top of the SSRF rules."""
+    max_contexts: int = 64
+    """Open browser contexts (sessions) per replica; a new session past it closes the least recently used one."""
+    idle_s: float = 1800
+    """A session's browser context closes after this many seconds without a call."""
+    navigation_timeout_s: float = 30
+    """How long browser_navigate and browser_navigate_back wait for the page's document."""
+    action_timeout_s: float = 10
+    """How long an action waits for its element to be visible, enabled and stable."""
+    settle_s: float = 3
+    """After an action, how long to wait for the page to load and its network to go quiet."""
+    max_wait_s: float = 60
+    """The longest browser_wait_for waits, whatever it is asked."""
+    snapshot_chars: int = 20_000
+    """Snapshot characters an action's answer shows; browser_snapshot pages through the rest."""
+    max_download_bytes: int = 512 * 1024 * 1024
+    """A larger download is deleted instead of saved in the workspace."""
+    width: int = 1280
+    height: int = 720
+
+
+@lru_cache(maxsize=1)
+def get_playwright_settings() -> PlaywrightSettings:
+    return PlaywrightSettings()
