@@ -248,3 +248,14 @@ def test_the_image_reads_more_than_english(stack):
     assert {"eng", "fra", "deu", "chi_sim", "jpn", "ara"} <= set(langs.stdout.split()), (
         langs.stdout + langs.stderr
     )
+
+
+def test_chromium_draws_a_page_on_the_sidecar_display(stack):
+    page = "data:text/html,<title>gaia docker</title><h1>Hello from the container</h1>"
+    result = call(stack, "ms-playwright__browser_navigate", {"url": page}, session="docker-browser")
+    text = result_text(result)
+    assert not result.get("isError") and "Hello from the container" in text, text
+    # Headful on the vnc sidecar's display, not headless: Chromium's process says so.
+    ps = run([*stack["cmd"], "exec", "-T", "gateway", "ps", "-eo", "args"], env=stack["env"])
+    browsers = [line for line in ps.stdout.splitlines() if "chromium" in line and "--type=" not in line]
+    assert browsers and not any("--headless" in line for line in browsers), ps.stdout[-3000:]
