@@ -259,3 +259,8 @@ def test_chromium_draws_a_page_on_the_sidecar_display(stack):
     ps = run([*stack["cmd"], "exec", "-T", "gateway", "ps", "-eo", "args"], env=stack["env"])
     browsers = [line for line in ps.stdout.splitlines() if "chromium" in line and "--type=" not in line]
     assert browsers and not any("--headless" in line for line in browsers), ps.stdout[-3000:]
+
+
+def test_without_an_env_file_a_keyed_tool_names_the_variable_to_set(stack):
+    result = call(stack, "complex_problem_reasoning", {"question": "What is 2 + 2?"})
+    assert result.get("isError") and "MCP_LLM_BASE_URL" in result_text(result), result
