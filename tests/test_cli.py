@@ -147,3 +147,28 @@ def test_cache_stats_export_import_clear(tmp_path: Path) -> None:
     (tmp_path / "bad.jsonl").write_text("{not json\n")
     bad = run("import", str(tmp_path / "bad.jsonl"))
     assert bad.returncode == 1 and "cannot import" in bad.stderr
+
+
+def test_cache_commands_use_redis_when_gaia_http_cache_url_names_it(tmp_path: Path, redis_url: str) -> None:
+    from gaia_kit.cache import CachedResponse, RedisCache
+
+    RedisCache(redis_url).put(
+        "k1", CachedResponse("GET", "https://arxiv.org/abs/1", 200, {}, b"paper", "", 1.0)
+    )
+    env = {
+        **os.environ,
+        "GAIA_HTTP_CACHE_URL": redis_url,
+        "GAIA_HTTP_CACHE_PATH": str(tmp_path / "no.sqlite"),
+    }
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "gaia_env", "cache", *args]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+
+    stats = json.loads(run("stats").stdout)
+    assert (stats["entries"], stats["url"], stats["hosts"]) == (1, redis_url, {"arxiv.org": 1})
+    assert f"exported 1 responses from {redis_url}" in run("export", str(tmp_path / "dump.jsonl")).stdout
+    assert "removed 1" in run("clear").stdout and not (tmp_path / "no.sqlite").exists()
+    env["GAIA_HTTP_CACHE_URL"] = "http://127.0.0.1:1"
+    wrong = run("stats")
+    assert wrong.returncode == 1 and "not a redis:// or rediss:// URL" in wrong.stderr

@@ -85,7 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cache.add_argument("action", choices=["stats", "export", "import", "clear"])
     cache.add_argument("file", nargs="?", type=Path, help="the JSONL file to export to or import from")
-    cache.add_argument("--path", type=Path, help="the cache file (default: GAIA_HTTP_CACHE_PATH)")
+    cache.add_argument(
+        "--path",
+        type=Path,
+        help="the cache file (default: Redis at GAIA_HTTP_CACHE_URL, else GAIA_HTTP_CACHE_PATH)",
+    )
     cache.set_defaults(handler=cmd_cache)
 
     corpus = sub.add_parser(
@@ -305,17 +309,24 @@ def _call_remote(
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
-    from gaia_kit.cache import ResponseCache
+    from gaia_kit.cache import CacheError, open_cache
     from gaia_kit.http import HttpSettings
 
-    path = args.path or HttpSettings().cache_path
+    settings = HttpSettings()
+    url = "" if args.path else settings.cache_url  # --path names a file: the file it is
+    path = args.path or settings.cache_path
     if args.action in ("export", "import") and args.file is None:
         print(f"gaia-env: cache {args.action} needs a FILE (JSONL).", file=sys.stderr)
         return 2
-    if args.action != "import" and not path.exists():
+    if not url and args.action != "import" and not path.exists():
         print(f"gaia-env: no HTTP cache at {path} yet (set GAIA_HTTP_CACHE_PATH or --path).", file=sys.stderr)
         return 1
-    cache = ResponseCache(path)
+    try:
+        cache = open_cache(url, path)
+    except CacheError as exc:
+        print(f"gaia-env: {exc}", file=sys.stderr)
+        return 1
+    path = cache.location
     if args.action == "stats":
         print(json.dumps(cache.stats(), indent=2))
     elif args.action == "export":

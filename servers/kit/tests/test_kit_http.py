@@ -521,3 +521,28 @@ def _age_every_entry(path: Path, seconds: float) -> None:
 async def test_shared_http_is_one_client_per_event_loop():
     assert shared_http() is shared_http()
     await shared_http().aclose()
+
+
+async def test_a_redis_cache_records_and_replays_like_the_file(site, tmp_path, redis_url):
+    site.script("search", (200, {"content-type": "application/json"}, b'{"hits": 3}'))
+    shared = {"cache_url": redis_url, "cache_path": tmp_path / "never-used.sqlite"}
+    async with HttpClient(settings(tmp_path, cache_mode="read-write", **shared)) as http:
+        first = await http.get(f"{site.base}/search", params={"q": "x"})
+    # Another client (another replica, another machine) replays it from Redis.
+    async with HttpClient(settings(tmp_path, cache_mode="replay", **shared)) as http:
+        replayed = await http.get(f"{site.base}/search", params={"q": "x"})
+        with pytest.raises(ToolFailure, match=r"HTTP cache redis://127\.0\.0\.1:\d+/0, and .*replay"):
+            await http.get(f"{site.base}/search", params={"q": "never recorded"})
+    assert (first.from_cache, replayed.from_cache, replayed.content) == (False, True, b'{"hits": 3}')
+    assert site.hits["/search"] == 1 and not (tmp_path / "never-used.sqlite").exists()
+
+
+async def test_an_unreachable_redis_cache_is_explained(site, tmp_path):
+    site.script("q", (200, {}, b"answer"))
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        dead = f"redis://:s3cret@127.0.0.1:{probe.getsockname()[1]}/0"
+    async with HttpClient(settings(tmp_path, cache_mode="read-write", cache_url=dead)) as http:
+        with pytest.raises(ToolFailure, match="HTTP cache cannot be used.*GAIA_HTTP_CACHE_URL") as raised:
+            await http.get(f"{site.base}/q")
+    assert "s3cret" not in str(raised.value) and site.hits["/q"] == 0

@@ -8,6 +8,9 @@
 The key is a hash of the normalized request with secrets removed (see `request_key`), and the
 stored URL has secret query values masked, so the file can be shared without leaking API keys.
 WAL mode and a busy timeout let server replicas read and write it at the same time.
+
+Gateways on several machines share one cache through Redis instead: `open_cache(url, path)` gives
+a `RedisCache` (same methods) for a `redis://` or `rediss://` URL, else the SQLite file.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 import httpx
 
@@ -47,6 +51,10 @@ CREATE TABLE IF NOT EXISTS responses (
     created REAL NOT NULL
 )
 """
+
+
+class CacheError(Exception):
+    """A cache backend cannot be reached or used; the message names where it is."""
 
 
 @dataclass(frozen=True)
@@ -86,11 +94,36 @@ def request_key(method: str, url: httpx.URL, headers: httpx.Headers, body: bytes
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
+class Cache(Protocol):
+    """What the HTTP client and `gaia-env cache` need of a backend."""
+
+    location: str
+
+    def get(self, key: str, ttl_s: float = 0) -> CachedResponse | None: ...
+    def put(self, key: str, entry: CachedResponse) -> None: ...
+    def stats(self) -> dict[str, object]: ...
+    def export(self, path: str | Path) -> int: ...
+    def import_(self, path: str | Path) -> int: ...
+    def clear(self) -> int: ...
+
+
+def open_cache(url: str, path: str | Path) -> Cache:
+    """The Redis cache at `url` when it is a redis:// or rediss:// URL, else the SQLite file `path`."""
+    if url.startswith(("redis://", "rediss://")):
+        return RedisCache(url)
+    if url:
+        raise CacheError(
+            f"GAIA_HTTP_CACHE_URL={url!r} is not a redis:// or rediss:// URL; unset it to use the file."
+        )
+    return ResponseCache(path)
+
+
 class ResponseCache:
     """One SQLite file of recorded responses; every method opens its own connection (process-safe)."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
+        self.location = str(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._db() as db:
             db.execute("PRAGMA journal_mode=WAL")
@@ -113,10 +146,7 @@ class ResponseCache:
                 "SELECT method, url, status, headers, content, final_url, created FROM responses WHERE key=?",
                 (key,),
             ).fetchone()
-        if row is None or (ttl_s > 0 and time.time() - row[6] > ttl_s):
-            return None
-        method, url, status, headers, content, final_url, created = row
-        return CachedResponse(method, url, status, json.loads(headers), bytes(content), final_url, created)
+        return _fresh(_entry(row), ttl_s) if row is not None else None
 
     def put(self, key: str, entry: CachedResponse) -> None:
         with self._db() as db:
@@ -127,11 +157,7 @@ class ResponseCache:
             count, size, oldest, newest = db.execute(
                 "SELECT COUNT(*), COALESCE(SUM(LENGTH(content)), 0), MIN(created), MAX(created) FROM responses"
             ).fetchone()
-            hosts = db.execute("SELECT url FROM responses").fetchall()
-        by_host: dict[str, int] = {}
-        for (url,) in hosts:
-            host = httpx.URL(url).host
-            by_host[host] = by_host.get(host, 0) + 1
+            urls = [url for (url,) in db.execute("SELECT url FROM responses")]
         return {
             "path": str(self.path),
             "entries": count,
@@ -139,7 +165,7 @@ class ResponseCache:
             "file_bytes": self.path.stat().st_size if self.path.exists() else 0,
             "oldest": oldest,
             "newest": newest,
-            "hosts": dict(sorted(by_host.items(), key=lambda item: -item[1])),
+            "hosts": _by_host(urls),
         }
 
     def export(self, path: str | Path) -> int:
@@ -170,6 +196,150 @@ class ResponseCache:
         with self._db() as db:
             db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
         return len(rows)
+
+
+# Fields of one entry, in the order of the SQLite columns after the key.
+FIELDS = ("method", "url", "status", "headers", "content", "final_url", "created")
+
+
+class RedisCache:
+    """The same cache in Redis, one hash per entry under a key prefix: shared by gateways on many
+    machines. Entries carry their `created` time, so TTLs behave as in the file (replay ignores
+    them); Redis's own `maxmemory` with an LRU policy bounds its size."""
+
+    def __init__(self, url: str, prefix: str = "gaia-env:http:"):
+        try:
+            import redis
+        except ImportError:
+            raise CacheError(
+                "GAIA_HTTP_CACHE_URL names Redis, but this environment lacks the redis package (pip install redis)."
+            ) from None
+        self.location = masked_url(httpx.URL(url))  # no password in messages
+        self.prefix = prefix
+        self._error = redis.RedisError
+        self._redis = redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5)
+        with self._guard():
+            self._redis.ping()
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        try:
+            yield
+        except self._error as exc:
+            raise CacheError(f"Redis at {self.location}: {exc}") from None
+
+    def get(self, key: str, ttl_s: float = 0) -> CachedResponse | None:
+        with self._guard():
+            found = self._redis.hgetall(self.prefix + key)
+        return _fresh(_entry(_unpack(found)), ttl_s) if found else None
+
+    def put(self, key: str, entry: CachedResponse) -> None:
+        with self._guard():
+            self._redis.hset(self.prefix + key, mapping=_pack(key, entry))
+
+    def stats(self) -> dict[str, object]:
+        urls, created, size = [], [], 0
+        for batch in self._batches():
+            pipe = self._redis.pipeline(transaction=False)
+            for name in batch:
+                pipe.hmget(name, "url", "created")
+                pipe.hstrlen(name, "content")
+            with self._guard():
+                answers = pipe.execute()
+            for (url, when), length in zip(answers[::2], answers[1::2], strict=True):
+                if url is not None:  # removed between the scan and the read
+                    urls.append(url.decode())
+                    created.append(float(when))
+                    size += length
+        return {
+            "url": self.location,
+            "entries": len(urls),
+            "content_bytes": size,
+            "oldest": min(created, default=None),
+            "newest": max(created, default=None),
+            "hosts": _by_host(urls),
+        }
+
+    def export(self, path: str | Path) -> int:
+        count = 0
+        with open(path, "w", encoding="utf-8") as out:
+            for batch in self._batches():
+                pipe = self._redis.pipeline(transaction=False)
+                for name in batch:
+                    pipe.hgetall(name)
+                with self._guard():
+                    found = pipe.execute()
+                for fields in filter(None, found):
+                    out.write(json.dumps(_record(_unpack(fields)), sort_keys=True) + "\n")
+                    count += 1
+        return count
+
+    def import_(self, path: str | Path) -> int:
+        with open(path, encoding="utf-8") as lines:
+            rows = [_from_record(json.loads(line)) for line in lines if line.strip()]
+        pipe = self._redis.pipeline(transaction=False)
+        for row in rows:
+            pipe.hset(self.prefix + row[0], mapping=dict(zip(("key", *FIELDS), row, strict=True)))
+        with self._guard():
+            pipe.execute()
+        return len(rows)
+
+    def clear(self) -> int:
+        removed = 0
+        for batch in self._batches():
+            with self._guard():
+                removed += self._redis.unlink(*batch)
+        return removed
+
+    def _batches(self, size: int = 500) -> Iterator[list[bytes]]:
+        """The entries' Redis keys, a batch at a time (SCAN: never blocks Redis like KEYS would)."""
+        batch: list[bytes] = []
+        with self._guard():
+            for name in self._redis.scan_iter(match=self.prefix + "*", count=size):
+                batch.append(name)
+                if len(batch) == size:
+                    yield batch
+                    batch = []
+        if batch:
+            yield batch
+
+
+def _pack(key: str, entry: CachedResponse) -> dict[str, Any]:
+    # The key travels inside the hash too, so an export does not depend on the prefix.
+    return dict(zip(("key", *FIELDS), _row(key, entry), strict=True))
+
+
+def _unpack(fields: dict[bytes, bytes]) -> tuple:
+    """A Redis hash as the row tuple the SQLite file stores."""
+    text = {name.decode(): value for name, value in fields.items()}
+    return (
+        text["key"].decode(),
+        text["method"].decode(),
+        text["url"].decode(),
+        int(text["status"]),
+        text["headers"].decode(),
+        text["content"],
+        text["final_url"].decode(),
+        float(text["created"]),
+    )
+
+
+def _entry(row: tuple) -> CachedResponse:
+    method, url, status, headers, content, final_url, created = row[-7:]
+    return CachedResponse(method, url, status, json.loads(headers), bytes(content), final_url, created)
+
+
+def _fresh(entry: CachedResponse, ttl_s: float) -> CachedResponse | None:
+    """None when ttl_s > 0 and the entry is older than that."""
+    return None if ttl_s > 0 and time.time() - entry.created > ttl_s else entry
+
+
+def _by_host(urls: Iterable[str]) -> dict[str, int]:
+    by_host: dict[str, int] = {}
+    for url in urls:
+        host = httpx.URL(url).host
+        by_host[host] = by_host.get(host, 0) + 1
+    return dict(sorted(by_host.items(), key=lambda item: -item[1]))
 
 
 def _row(key: str, entry: CachedResponse) -> tuple:

@@ -45,7 +45,16 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .blocking import run_blocking
-from .cache import SECRET_PARAMS, CachedResponse, ResponseCache, is_secret_header, masked_url, request_key
+from .cache import (
+    SECRET_PARAMS,
+    Cache,
+    CachedResponse,
+    CacheError,
+    is_secret_header,
+    masked_url,
+    open_cache,
+    request_key,
+)
 from .errors import ToolFailure
 from .ssrf import (
     AllowList,
@@ -116,6 +125,8 @@ class HttpSettings(BaseSettings):
     cache_max_file_bytes: int = 20 * 1024 * 1024
     """Downloads (HttpClient.download) larger than this are not recorded, so replay misses them."""
     cache_ttl_s: float = 7 * 24 * 3600
+    cache_url: str = ""
+    """redis://host:6379/0 keeps the cache in Redis, shared by gateways on many machines, instead of cache_path."""
     """Age after which read-write mode fetches again; 0 keeps entries forever. Replay ignores it."""
 
 
@@ -253,13 +264,23 @@ class HttpClient:
         await self._client.aclose()
 
     @cached_property
-    def cache(self) -> ResponseCache:
-        return ResponseCache(self.settings.cache_path)
+    def cache(self) -> Cache:
+        return open_cache(self.settings.cache_url, self.settings.cache_path)
 
-    async def _in_cache(self, use: Callable[[ResponseCache], T]) -> T:
-        """Run `use(cache)` in a worker thread (opening the file is I/O too); errors name the settings."""
+    @property
+    def cache_location(self) -> str:
+        """Where the cache lives, as messages show it (a Redis URL without its password)."""
+        url = self.settings.cache_url
+        return masked_url(httpx.URL(url)) if url else str(self.settings.cache_path)
+
+    async def _in_cache(self, use: Callable[[Cache], T]) -> T:
+        """Run `use(cache)` in a worker thread (opening the cache is I/O too); errors name the settings."""
         try:
             return await run_blocking(lambda: use(self.cache))
+        except CacheError as exc:
+            raise ToolFailure(
+                f"The HTTP cache cannot be used ({exc}); check GAIA_HTTP_CACHE_URL, or set GAIA_HTTP_CACHE_MODE=off."
+            ) from None
         except (sqlite3.Error, OSError) as exc:
             raise ToolFailure(
                 f"The HTTP cache {self.settings.cache_path} cannot be used ({exc}); set GAIA_HTTP_CACHE_PATH "
@@ -344,7 +365,7 @@ class HttpClient:
         if mode == "replay":
             raise ToolFailure(
                 f"No recorded answer for {request.method} {_where(request.url)}{request.url.path} in the "
-                f"HTTP cache {self.settings.cache_path}, and GAIA_HTTP_CACHE_MODE=replay answers only "
+                f"HTTP cache {self.cache_location}, and GAIA_HTTP_CACHE_MODE=replay answers only "
                 f"from the cache; record it first with GAIA_HTTP_CACHE_MODE=read-write."
             )
         return None

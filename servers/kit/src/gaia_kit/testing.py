@@ -18,9 +18,12 @@ import contextlib
 import io
 import json
 import os
+import shutil
+import socket
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -52,6 +55,7 @@ def kit_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleN
     monkeypatch.setenv("GAIA_DATASET_DIR", str(dataset))
     # Outbound responses recorded by a test stay with that test, never in the user's cache.
     monkeypatch.setenv("GAIA_HTTP_CACHE_PATH", str(tmp_path / "http-cache.sqlite"))
+    monkeypatch.delenv("GAIA_HTTP_CACHE_URL", raising=False)
     get_settings.cache_clear()
     yield SimpleNamespace(root=root, dataset=dataset, workspace=workspace)
     get_settings.cache_clear()
@@ -65,6 +69,51 @@ def fresh_http() -> Iterator[None]:
     forget_shared_http()
     yield
     forget_shared_http()
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real redis-server on 127.0.0.1 (Debian's package), memory only; yields its redis:// URL."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail("redis-server is missing: apt-get install -y redis-server (make test installs it).")
+    folder = tmp_path_factory.mktemp("redis")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    argv = [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"]
+    process = subprocess.Popen(
+        [*argv, "--dir", str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not _answers_ping(port):
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"redis-server did not start: {process.stderr.read() if process.stderr else ''}")
+            time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def _answers_ping(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
+            conn.sendall(b"PING\r\n")
+            return conn.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def redis_url(redis_server: str) -> str:
+    """The session's redis-server, emptied for this test."""
+    import redis
+
+    with redis.Redis.from_url(redis_server) as client:
+        client.flushall()
+    return redis_server
 
 
 @contextlib.asynccontextmanager
