@@ -6,12 +6,12 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 PYTEST_ARGS ?=
 
-.PHONY: serve test lint bench docs system-deps uv sync node-tools trainer-extra clean
+.PHONY: serve test lint bench docs system-deps test-system-deps uv sync node-tools trainer-extra clean
 
 serve: sync
 	$(UV) run --no-sync gaia-env serve --host $(HOST) --port $(PORT)
 
-test: sync node-tools trainer-extra
+test: sync node-tools trainer-extra test-system-deps
 	$(UV) run --no-sync python -m pytest $(PYTEST_ARGS)
 
 lint: sync
@@ -27,6 +27,10 @@ docs: sync
 # System packages the servers use; apt-get as root on Debian/Ubuntu, else the exact command.
 system-deps:
 	@scripts/system-deps.sh
+
+# What only the tests use: a Docker engine and debootstrap for the image's end-to-end test.
+test-system-deps:
+	@scripts/system-deps.sh scripts/apt-packages.txt scripts/apt-packages-test.txt
 
 uv: system-deps
 	@$(UV) --version >/dev/null 2>&1 || scripts/install-uv.sh

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages gaia-env needs, or prints the exact command when it cannot.
+# Arguments: package lists to read (default scripts/apt-packages.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mapfile -t wanted < <(grep -v '^\s*#' scripts/apt-packages.txt | tr -s ' \t' '\n' | sed '/^$/d')
+lists=("${@:-scripts/apt-packages.txt}")
+mapfile -t wanted < <(cat "${lists[@]}" | grep -v '^\s*#' | tr -s ' \t' '\n' | sed '/^$/d')
 missing=()
 for pkg in "${wanted[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
