@@ -62,13 +62,15 @@ async def opened_media(
         yield MediaFile(path, shown, size)
         return
     url = source.strip()
-    response = await shared_http().get(url, max_bytes=limit)
-    check_size(url, len(response.content), limit, limit_setting, noun)
-    suffix = PurePosixPath(httpx.URL(response.url).path).suffix[:8]
+    # Streamed to disk: a long video never sits in memory whole.
     with tempfile.TemporaryDirectory(prefix=".download-", dir=guard.workspace) as folder:
-        path = Path(folder) / f"download{suffix}"
-        await run_blocking(path.write_bytes, response.content)
-        yield MediaFile(path, url, len(response.content))
+        body = Path(folder) / "download"
+        response = await shared_http().download(url, body, max_bytes=limit)
+        path = body.with_suffix(PurePosixPath(httpx.URL(response.url).path).suffix[:8])
+        body.rename(path)
+        size = path.stat().st_size
+        check_size(url, size, limit, limit_setting, noun)
+        yield MediaFile(path, url, size)
 
 
 def check_size(shown: str, size: int, limit: int, setting: str, noun: str) -> None:
