@@ -6,12 +6,12 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 PYTEST_ARGS ?=
 
-.PHONY: serve test lint bench docs system-deps test-system-deps uv sync node-tools trainer-extra clean
+.PHONY: serve test lint bench docs system-deps test-system-deps whisper-extra uv sync node-tools trainer-extra clean
 
 serve: sync
 	$(UV) run --no-sync gaia-env serve --host $(HOST) --port $(PORT)
 
-test: sync node-tools trainer-extra test-system-deps
+test: sync node-tools trainer-extra whisper-extra test-system-deps
 	$(UV) run --no-sync python -m pytest $(PYTEST_ARGS)
 
 lint: sync
@@ -45,6 +45,10 @@ sync: uv
 # Node 22 and the MCP conformance suite, from the npm registry, for the conformance tests.
 node-tools: system-deps
 	@scripts/node-tools.sh
+
+# media-audio-server's optional openai-whisper backend, next to the trainer's CPU torch (pip).
+whisper-extra: trainer-extra
+	@scripts/whisper-extra.sh
 
 # torch (CPU), verl and what its agent loop imports, with pip: uv would fetch a CUDA torch build.
 trainer-extra: sync

