@@ -54,7 +54,9 @@ async def test_a_checkpoint_on_disk_transcribes_in_chunks(call, kit_env, speech,
     }  # fmt: skip
 
 
-async def test_a_missing_checkpoint_is_named_with_what_to_set(call, kit_env, speech, openai_whisper, monkeypatch):
+async def test_a_missing_checkpoint_is_named_with_what_to_set(
+    call, kit_env, speech, openai_whisper, monkeypatch
+):
     monkeypatch.setenv("AUDIO_OPENAI_WHISPER_MODEL", "large-v3")
     shutil.copy(speech, kit_env.workspace / "talk.wav")
     message = failed(await call("transcribe_audio", file_path="talk.wav"))

@@ -102,8 +102,9 @@ def pdf_to_text(source: Path | bytes, max_pages: int, *, name: str = "the PDF") 
     return Extracted(title=title, text="\n\n".join(parts), kind="pdf", pages=pages)
 
 
-def document_text(body: bytes, content_type: str, url: str | None = None, *, max_pages: int = 50,
-                  images: bool = False) -> Extracted:
+def document_text(
+    body: bytes, content_type: str, url: str | None = None, *, max_pages: int = 50, images: bool = False
+) -> Extracted:
     """Dispatch on what the bytes are (content type first, then the bytes themselves)."""
     kind = content_type.split(";")[0].strip().lower()
     if kind == "application/pdf" or body.startswith(b"%PDF-"):

@@ -180,7 +180,9 @@ def openai_whisper_checkpoint(model_size: str | None = None) -> Path:
     folder = Path(os.environ.get("AUDIO_WHISPER_MODEL_DIR", "").strip() or Path.home() / ".cache" / "whisper")
     chosen = os.environ.get("AUDIO_OPENAI_WHISPER_MODEL", "").strip()
     names = [chosen] if chosen else [n for n in (model_size, f"{model_size}.en") if model_size] + ["tiny.en"]
-    paths = [Path(n) if Path(n).is_absolute() else folder / (n if n.endswith(".pt") else f"{n}.pt") for n in names]
+    paths = [
+        Path(n) if Path(n).is_absolute() else folder / (n if n.endswith(".pt") else f"{n}.pt") for n in names
+    ]
     for path in paths:
         if path.is_file():
             return path
