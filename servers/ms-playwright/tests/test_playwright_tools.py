@@ -334,6 +334,23 @@ async def test_past_the_context_limit_the_least_recent_session_starts_afresh(sit
         get_playwright_settings.cache_clear()
 
 
+async def test_an_idle_session_is_closed_and_told_so_on_its_next_call(site, kit_env, monkeypatch):
+    async with session_call(server, kit_env.workspace, "sleepy") as sleepy:
+        ok(await sleepy("browser_navigate", url=site.url("/set-cookie?v=sleepy")))
+        monkeypatch.setenv("PLAYWRIGHT_IDLE_S", "0.2")
+        get_playwright_settings.cache_clear()
+        try:
+            await asyncio.sleep(0.5)
+            await host.call(host.close_idle)  # one pass of the reaper, which runs every idle_s / 4
+            assert "sleepy" not in host.sessions
+            again = ok(await sleepy("browser_navigate", url=site.url("/whoami")))
+            assert "earlier browser context was closed" in again and "cookie is none" in again
+        finally:
+            monkeypatch.delenv("PLAYWRIGHT_IDLE_S")
+            get_playwright_settings.cache_clear()
+            await host.end_session("sleepy")
+
+
 async def test_a_crashed_browser_is_relaunched(browse, site):
     ok(await browse("browser_navigate", url=site.url("/")))
 

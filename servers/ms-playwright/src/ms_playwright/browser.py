@@ -409,13 +409,17 @@ class BrowserHost:
     async def _reap_idle(self) -> None:
         while True:
             await asyncio.sleep(min(30.0, max(1.0, get_playwright_settings().idle_s / 4)))
-            limit = get_playwright_settings().idle_s
-            now = time.monotonic()
-            for session in list(self.sessions.values()):
-                if now - session.last_used > limit and not session.lock.locked():
-                    logger.info("closing idle session %s's browser context", session.id)
-                    self._evicted.add(session.id)
-                    await self.close_session(session.id)
+            await self.close_idle()
+
+    async def close_idle(self) -> None:
+        """Close the contexts of sessions idle past PLAYWRIGHT_IDLE_S (not one whose call is running)."""
+        limit = get_playwright_settings().idle_s
+        now = time.monotonic()
+        for session in list(self.sessions.values()):
+            if now - session.last_used > limit and not session.lock.locked():
+                logger.info("closing idle session %s's browser context", session.id)
+                self._evicted.add(session.id)
+                await self.close_session(session.id)
 
     async def describe(self) -> str:
         browser = await self.browser()
