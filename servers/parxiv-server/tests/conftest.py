@@ -5,7 +5,7 @@ from xml.sax.saxutils import escape
 
 import pymupdf
 import pytest
-from gaia_kit.loopback import LoopbackServer
+from gaia_kit.loopback import LoopbackServer, RateLimited
 from gaia_kit.testing import session_call
 from parxiv_server.server import server
 from starlette.applications import Starlette
@@ -69,20 +69,16 @@ def make_pdf(paper: dict) -> bytes:
     return data
 
 
-class FakeArxiv:
+class FakeArxiv(RateLimited):
     """Serves /api/query and /pdf/{id} on 127.0.0.1; `throttle(n)` answers the next n with 429."""
 
     def __init__(self):
         self.requests: list[dict[str, str]] = []
         self.pdf_hosts: dict[str, str] = {}  # paper id -> the base URL its feed entry names for the PDF
-        self._throttled = 0
         app = Starlette(routes=[Route("/api/query", self._query), Route("/pdf/{paper_id:path}", self._pdf)])
         self._loopback = LoopbackServer(app)
         self.port = self._loopback.port
         self.base = f"http://127.0.0.1:{self.port}"
-
-    def throttle(self, count: int) -> None:
-        self._throttled = count
 
     def start(self) -> None:
         self._loopback.start()
@@ -93,9 +89,8 @@ class FakeArxiv:
     async def _query(self, request: Request) -> Response:
         q = dict(request.query_params)
         self.requests.append(q)
-        if self._throttled:
-            self._throttled -= 1
-            return PlainTextResponse("Rate exceeded.", status_code=429, headers={"Retry-After": "0"})
+        if refused := self.refusal():
+            return refused
         start, limit = int(q.get("start", 0)), int(q.get("max_results", 10))
         if "id_list" in q:
             wanted = q["id_list"]

@@ -7,7 +7,7 @@ import re
 
 import pytest
 from gaia_kit.fake_web import PDF
-from gaia_kit.loopback import LoopbackServer
+from gaia_kit.loopback import LoopbackServer, RateLimited
 from gaia_kit.testing import session_call
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -69,10 +69,9 @@ def nearest(url: str, stamp: str) -> tuple[str, str, str, str, bytes] | None:
     return min(captures, key=lambda capture: abs(int(capture[0]) - wanted))
 
 
-class FakeWayback(LoopbackServer):
+class FakeWayback(LoopbackServer, RateLimited):
     def __init__(self) -> None:
         self.requests: list[tuple[str, dict[str, str]]] = []
-        self._throttled = 0
         self.forgetful = False  # the real availability API sometimes answers "nothing" for archived URLs
         self.available_down = False  # ... or fails
         app = Starlette(
@@ -84,15 +83,9 @@ class FakeWayback(LoopbackServer):
         )
         super().__init__(app)
 
-    def throttle(self, count: int) -> None:
-        self._throttled = count
-
     def _busy(self, request: Request) -> Response | None:
         self.requests.append((request.url.path, dict(request.query_params)))
-        if self._throttled:
-            self._throttled -= 1
-            return PlainTextResponse("Too Many Requests", 429, headers={"Retry-After": "0"})
-        return None
+        return self.refusal()
 
     async def _available(self, request: Request) -> Response:
         if busy := self._busy(request):

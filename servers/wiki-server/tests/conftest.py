@@ -1,7 +1,7 @@
 """A loopback MediaWiki action API (formatversion=2 JSON, as Wikipedia answers) and an MCP session."""
 
 import pytest
-from gaia_kit.loopback import LoopbackServer
+from gaia_kit.loopback import LoopbackServer, RateLimited
 from gaia_kit.testing import session_call
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -61,19 +61,15 @@ REDIRECTS = {"Python language": PYTHON}
 LINKS_PER_ANSWER = 2  # small, so that link lists come with a `continue` as long ones do on Wikipedia
 
 
-class FakeWiki:
+class FakeWiki(RateLimited):
     """Serves /{lang}/w/api.php on 127.0.0.1; `throttle(n)` answers the next n requests with 429."""
 
     def __init__(self):
         self.requests: list[dict[str, str]] = []
-        self._throttled = 0
         app = Starlette(routes=[Route("/{lang}/w/api.php", self._api)])
         self._loopback = LoopbackServer(app)
         self.port = self._loopback.port
         self.api_url = f"http://127.0.0.1:{self.port}/{{lang}}/w/api.php"
-
-    def throttle(self, count: int) -> None:
-        self._throttled = count
 
     def start(self) -> None:
         self._loopback.start()
@@ -84,9 +80,8 @@ class FakeWiki:
     async def _api(self, request: Request) -> JSONResponse | PlainTextResponse:
         q = dict(request.query_params)
         self.requests.append(q)
-        if self._throttled:
-            self._throttled -= 1
-            return PlainTextResponse("Too many requests", status_code=429, headers={"Retry-After": "0"})
+        if refused := self.refusal():
+            return refused
         if q.get("action") != "query" or q.get("format") != "json" or q.get("formatversion") != "2":
             return JSONResponse({"error": {"code": "badvalue", "info": "Unrecognized parameters."}})
         if q.get("list") == "search":

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
-from .loopback import LoopbackServer
+from .loopback import LoopbackServer, RateLimited
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class FakePage:
     snippet: str
 
 
-class FakeSearch:
+class FakeSearch(RateLimited):
     """Both search APIs over the same pages; a page matches when it contains any query word."""
 
     def __init__(self, pages: list[FakePage], *, delay_s: float = 0.0, key: str = "test-key"):
@@ -40,14 +40,10 @@ class FakeSearch:
         self.delay_s = delay_s
         self.key = key
         self.requests: list[dict[str, str]] = []
-        self._throttled = 0
         app = Starlette(routes=[Route("/customsearch/v1", self._google), Route("/search", self._searxng)])
         self._loopback = LoopbackServer(app)
         self.google_url = self._loopback.url("/customsearch/v1")
         self.searxng_url = self._loopback.url("")
-
-    def throttle(self, count: int) -> None:
-        self._throttled = count
 
     def start(self) -> FakeSearch:
         self._loopback.start()
@@ -71,10 +67,7 @@ class FakeSearch:
         self.requests.append(query)
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
-        if self._throttled:
-            self._throttled -= 1
-            return PlainTextResponse("Too many requests", status_code=429, headers={"Retry-After": "0"})
-        return query
+        return self.refusal() or query
 
     async def _google(self, request: Request) -> JSONResponse | PlainTextResponse:
         query = await self._answer(request)

@@ -17,7 +17,6 @@ answer in their real JSON shapes for URLs whose path names an article here, and 
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -27,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from .loopback import LoopbackServer
+from .loopback import LoopbackServer, RateLimited
 
 JINA_KEY = "jina_test_key"
 TAVILY_KEY = "tvly-test-key"
@@ -76,12 +75,10 @@ def make_pdf(pages: list[str]) -> bytes:
 PDF = make_pdf(["Quarterly report page one", "Revenue grew 12 percent"])
 
 
-class FakeWeb(LoopbackServer):
+class FakeWeb(LoopbackServer, RateLimited):
     def __init__(self, slow_s: float = 3.0) -> None:
         self.slow_s = slow_s
         self.requests: list[dict[str, Any]] = []
-        self._throttled = 0
-        self._lock = threading.Lock()
         app = Starlette(
             routes=[
                 Route("/jina/{target:path}", self._jina),
@@ -94,21 +91,13 @@ class FakeWeb(LoopbackServer):
         )
         super().__init__(app)
 
-    def throttle(self, count: int, retry_after: str = "0") -> None:
-        with self._lock:
-            self._throttled, self._retry_after = count, retry_after
-
     async def _seen(self, request: Request) -> Response | None:
         """Log the request; a 429 while throttled."""
         self.requests.append(
             {"method": request.method, "path": request.url.path, "query": dict(request.query_params),
              "headers": dict(request.headers), "body": await request.body()}
         )  # fmt: skip
-        with self._lock:
-            if self._throttled:
-                self._throttled -= 1
-                return PlainTextResponse("Slow down", 429, headers={"Retry-After": self._retry_after})
-        return None
+        return self.refusal()
 
     async def _file(self, request: Request) -> Response:
         if busy := await self._seen(request):

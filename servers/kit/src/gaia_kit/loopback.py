@@ -7,6 +7,7 @@ import threading
 import time
 
 import uvicorn
+from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp
 
 
@@ -44,3 +45,20 @@ class LoopbackServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class RateLimited:
+    """A fake API's rate limit: after `throttle(n)` the next n requests answer 429 with Retry-After,
+    the way real APIs say "slow down". Handlers start with `if refused := self.refusal(): return refused`."""
+
+    _left = 0
+    _retry_after = "0"
+
+    def throttle(self, count: int, retry_after: str = "0") -> None:
+        self._left, self._retry_after = count, retry_after
+
+    def refusal(self) -> Response | None:
+        if not self._left:
+            return None
+        self._left -= 1
+        return PlainTextResponse("Too many requests", 429, headers={"Retry-After": self._retry_after})
