@@ -43,13 +43,18 @@ def openai_whisper(monkeypatch, checkpoint_dir):
 
 
 async def test_a_checkpoint_on_disk_transcribes_in_chunks(call, kit_env, speech, openai_whisper, monkeypatch):
-    import torch
+    from whisper.model import Whisper
 
     monkeypatch.setattr(transcribe, "CHUNK_S", 1.5)  # the 3 s clip becomes several chunks
     # Whisper falls back to sampling when greedy decoding looks wrong, as a random model's always
-    # does; some samples lead a random model into a state with every token masked (NaN logits).
-    # A fixed seed keeps the noise the same from run to run.
-    torch.manual_seed(1)
+    # does, and some samples lead a random model to a step with every token masked (NaN logits).
+    # Greedy decoding only, for this noise model; real checkpoints keep whisper's fallback.
+    greedy = Whisper.transcribe
+    monkeypatch.setattr(
+        Whisper,
+        "transcribe",
+        lambda model, audio, **options: greedy(model, audio, **options, temperature=0.0),
+    )
     shutil.copy(speech, kit_env.workspace / "talk.wav")
     out = ok(await call("transcribe_audio", file_path="talk.wav", output_format="segments"))
     assert "Engine: local openai-whisper, checkpoint tiny.en.pt" in out
