@@ -8,8 +8,9 @@
 What it adds to httpx: connect/read/total timeouts; retries with exponential backoff and jitter on
 429, 5xx and connection errors, honouring Retry-After; a per-host concurrency limit (and a pause
 between requests where a site asks for one); a cap on the bytes read; a descriptive User-Agent; an
-SSRF guard; the record/replay cache of gaia_kit.cache. Every failure is a ToolFailure in one
-sentence (HttpFailure, with `.status`, for an HTTP error answer).
+SSRF guard; the record/replay cache of gaia_kit.cache, for the requests the calling tool's annotations
+allow (gaia_kit.calls.replay_allowed: read-only and idempotent tools, and idempotent tools' GETs).
+Every failure is a ToolFailure in one sentence (HttpFailure, with `.status`, for an HTTP error answer).
 
 The SSRF guard (gaia_kit.ssrf) sits in the transport: redirects are followed here, not by httpx,
 so every hop is checked, and proxies from the environment are not used, since a proxy would
@@ -55,6 +56,7 @@ from .cache import (
     open_cache,
     request_key,
 )
+from .calls import current_call, replay_allowed
 from .errors import ToolFailure
 from .ssrf import (
     AllowList,
@@ -395,6 +397,15 @@ class HttpClient:
             ) from None
 
     def _cache_mode(self, method: str, cache: bool | None) -> CacheMode:
+        if self.settings.cache_mode != "off" and not replay_allowed(method):
+            if self.settings.cache_mode == "replay":
+                tool = current_call().tool
+                raise ToolFailure(
+                    f"{tool} is not marked idempotent (or sends {method} while changing something), so its "
+                    "requests are never recorded or replayed, and GAIA_HTTP_CACHE_MODE=replay lets no request "
+                    "reach the network; run it with GAIA_HTTP_CACHE_MODE=read-write or off."
+                )
+            return "off"
         # Replay answers every call from the cache: nothing may reach the network in an offline rerun.
         if self.settings.cache_mode == "replay":
             return "replay"
