@@ -71,6 +71,7 @@ CacheMode = Literal["off", "read-write", "replay"]
 T = TypeVar("T")
 
 REDIRECTS = {301, 302, 303, 307, 308}
+PROGRESS_STEP_BYTES = 1024 * 1024
 IDEMPOTENT = {"GET", "HEAD", "OPTIONS", "PUT", "DELETE"}
 # Headers dropped from what callers see and what is stored: the body is already decoded, and
 # cookies are per-client state that must not travel through a shared cache.
@@ -626,12 +627,19 @@ async def _read_capped(
     if sink is not None:
         await sink.seek(0)
         await sink.truncate()
+    # A download reports its progress in bytes (every MiB or 1 %, whichever is larger).
+    total = int(declared) if declared.isdigit() else None
+    step, reported = max(PROGRESS_STEP_BYTES, (total or 0) // 100), 0
+    call = current_call()
     async for chunk in response.aiter_bytes():
         size += len(chunk)
         if size > max_bytes:
             raise too_large()
         if sink is not None:
             await sink.write(chunk)
+            if size - reported >= step:
+                reported = size
+                call.progress(size, total, "bytes downloaded")
         else:
             chunks.append(chunk)
     return b"".join(chunks)
