@@ -191,3 +191,9 @@ def test_run_in_group_outside_a_call_still_honours_its_deadline() -> None:
     with pytest.raises(subprocess.TimeoutExpired):
         run_in_group(["sleep", "30"], timeout=0.5)
     assert time.monotonic() - started < 5
+
+
+def test_run_in_group_feeds_large_input_to_a_slow_reader() -> None:
+    # The child reads only after several polls: its whole input must still arrive.
+    done = run_in_group(["bash", "-c", "sleep 0.7; wc -c"], timeout=20, input=b"x" * 3_000_000)
+    assert done.returncode == 0 and done.stdout.strip() == b"3000000"

@@ -13,9 +13,10 @@ The HTTP cache asks `replay_allowed` whether the calling tool's requests may be 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 
 from mcp_types import ToolAnnotations
@@ -37,6 +38,8 @@ class Call:
     cancelled: threading.Event = field(default_factory=threading.Event)
     _loop: asyncio.AbstractEventLoop | None = None
     _last: asyncio.Task[None] | None = None
+    _done: float = float("-inf")
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         if self.report is not None:
@@ -48,9 +51,16 @@ class Call:
             raise CallCancelled(f"{self.tool} was cancelled")
 
     def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
-        """Report progress from the event loop or any thread; it goes out in order, before the result."""
-        if self._loop is None or self._loop.is_closed():
+        """Report progress from the event loop or any thread; it goes out in order, before the result.
+
+        Progress only grows (the spec asks that): a value not above the last one sent is dropped, as is
+        everything reported inside `quiet()`."""
+        if self._loop is None or self._loop.is_closed() or _quiet.get():
             return
+        with self._lock:
+            if done <= self._done:
+                return
+            self._done = done
         item = (float(done), float(total) if total is not None else None, message)
         try:
             self._loop.call_soon_threadsafe(self._send_after_last, item)
@@ -79,6 +89,18 @@ class Call:
 
 
 _current: contextvars.ContextVar[Call | None] = contextvars.ContextVar("gaia_kit_call", default=None)
+_quiet: contextvars.ContextVar[bool] = contextvars.ContextVar("gaia_kit_quiet", default=False)
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """Work inside reports no progress of its own: a step of a larger tool that counts its own steps
+    (a transcription inside a video question). Cancellation still reaches it."""
+    token = _quiet.set(True)
+    try:
+        yield
+    finally:
+        _quiet.reset(token)
 
 
 def current_call() -> Call:

@@ -11,6 +11,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 
@@ -35,15 +36,20 @@ def run_in_group(
     folded into stdout; `input` goes to its stdin; `tick()` runs every POLL_S while it works (to
     report progress)."""
     call = current_call()
-    process = subprocess.Popen(
-        args,
-        stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
-        start_new_session=True,
-        env=env,
-        pass_fds=pass_fds,
-    )
+    with tempfile.TemporaryFile() as stdin:
+        # stdin from a file: communicate() cannot go on feeding input after one of its timeouts
+        if input is not None:
+            stdin.write(input)
+            stdin.seek(0)
+        process = subprocess.Popen(
+            args,
+            stdin=stdin if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+            start_new_session=True,
+            env=env,
+            pass_fds=pass_fds,
+        )
     deadline = time.monotonic() + timeout
     try:
         while True:
@@ -53,10 +59,9 @@ def run_in_group(
                 raise subprocess.TimeoutExpired(args, timeout)
             try:
                 # communicate() may be called again after a timeout without losing output
-                out, err = process.communicate(input, timeout=min(POLL_S, left))
+                out, err = process.communicate(timeout=min(POLL_S, left))
                 break
             except subprocess.TimeoutExpired:
-                input = None  # already handed over: communicate() refuses it twice
                 if tick is not None:
                     tick()
     except BaseException:  # the deadline, a cancellation or an interrupt: leave nothing running
