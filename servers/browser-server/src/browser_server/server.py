@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal
 import psutil
 from gaia_kit import KitServer, Session, ToolFailure, run, session_of, stdout_to_stderr
 from gaia_kit.chromium import chromium_args, chromium_path, headless
+from gaia_kit.hints import hints
 from gaia_kit.llm import LLMConfig, configured, llm_status, model_line
 from mcp.server.mcpserver import Context
 from pydantic import Field, PositiveFloat, PositiveInt, ValidationError
@@ -85,7 +86,9 @@ def limits() -> Limits:
         ) from None
 
 
-@server.tool()
+@server.tool(
+    annotations=hints("Browser agent", read_only=False, destructive=True, idempotent=False, open_world=True)
+)
 async def browser_use(
     task: Annotated[str, Field(description="The task to perform using the browser automation agent")],
     ctx: Context,
@@ -115,7 +118,7 @@ async def browser_use(
     return _render(report, extract_format)
 
 
-@server.tool()
+@server.tool(annotations=hints("Browser agent capabilities", read_only=True, open_world=False))
 async def get_browser_capabilities() -> str:
     """
     Get information about browser automation capabilities and configuration.
