@@ -13,6 +13,7 @@ from typing import Any
 from xml.etree.ElementTree import fromstring
 
 from gaia_kit import get_settings
+from openpyxl.utils.datetime import from_excel
 
 from . import cells, files
 from .compute import LazyEvaluator, formula_text
@@ -126,6 +127,8 @@ def _entry(
     value, reason = value_cell.value, None
     if value is None:
         value, reason = evaluator.value(sheet, row, column)
+        if getattr(formula_cell, "is_date", False) and isinstance(value, int | float):
+            value = from_excel(value)  # a computed date, shown as the cell's format shows it
     entry["value"] = cells.jsonable(value)
     if reason is not None:
         entry["not_computed"] = reason

@@ -85,7 +85,7 @@ def validate_formula_syntax(
     text = "=" + formula.strip().lstrip("=")
     try:
         engine = evaluator(files.open_full(path, filepath), files.open_full(path, filepath, data_only=True))
-        value, reason = compute(engine, sheet_name, formula=text)
+        value, reason = compute(engine, sheet_name, formula=text, row=row, col=col)
     except ToolFailure as exc:
         value, reason = None, str(exc)
     return (
