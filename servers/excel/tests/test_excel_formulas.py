@@ -1,7 +1,6 @@
 """The formula vetting and the engine on their own, over workbooks built in memory."""
 
 import datetime
-from pathlib import Path
 
 import pytest
 from excel_server.compute import compute, evaluator
@@ -87,7 +86,10 @@ def test_dates_are_serial_numbers_in_arithmetic():
     book.active["A2"] = datetime.datetime(2024, 1, 31, 12, 0)
     assert compute(evaluator(book), "Sheet", formula="=A1+1") == (45323, None)
     assert compute(evaluator(book), "Sheet", formula="=A2-A1") == (0.5, None)
-    assert compute(evaluator(book), "Sheet", formula='=TEXT(EOMONTH(A1,1),"yyyy-mm-dd")') == ("2024-02-29", None)
+    assert compute(evaluator(book), "Sheet", formula='=TEXT(EOMONTH(A1,1),"yyyy-mm-dd")') == (
+        "2024-02-29",
+        None,
+    )
 
 
 def test_one_compiled_function_serves_a_column_of_relative_formulas():

@@ -31,7 +31,9 @@ MAX_RANGE_CELLS = 1_000_000
 CellSource = Callable[[str, int, int], tuple[Any, bool]]
 """(sheet, row, col) -> (content, is_formula). For a formula, content is its text."""
 
-_INPUT = re.compile(r"^(?:(?P<sheet>'(?:[^']|'')+'|[^!]+)!)?(?P<area>\$?[A-Z]{0,3}\$?\d*(?::\$?[A-Z]{0,3}\$?\d*)?)$")
+_INPUT = re.compile(
+    r"^(?:(?P<sheet>'(?:[^']|'')+'|[^!]+)!)?(?P<area>\$?[A-Z]{0,3}\$?\d*(?::\$?[A-Z]{0,3}\$?\d*)?)$"
+)
 
 
 @cache
@@ -49,7 +51,9 @@ def _engine() -> Any:
         from formulas.tokens.operand import XlError
 
         known = {name.removeprefix("_XLFN.") for name in get_functions()} | {"LET", "LAMBDA"}
-    errors = {text: XlError(text) for text in ("#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NUM!", "#NAME?", "#N/A")}
+    errors = {
+        text: XlError(text) for text in ("#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NUM!", "#NAME?", "#N/A")
+    }
     return _Engine(formulas.Parser(), Ranges, XlError, schedula.EMPTY, known, errors)
 
 
@@ -132,7 +136,9 @@ class Evaluator:
             raise Uncomputable(f"the formula engine could not compute it ({_reason(exc)})") from None
         return self._plain(result)
 
-    def _compiled(self, text: str, items: list[Token], refs: list[Ref | None], row: int, col: int) -> _Compiled:
+    def _compiled(
+        self, text: str, items: list[Token], refs: list[Ref | None], row: int, col: int
+    ) -> _Compiled:
         key = _template(items, refs, row, col)
         found = self.compiled.get(key) or self.compiled.get(text)
         if found is not None:
@@ -211,7 +217,9 @@ class Evaluator:
         if isinstance(result, self.engine.ranges):
             result = result.value
         if hasattr(result, "ndim"):
-            result = result.flat[0] if result.ndim and result.size else (result[()] if not result.ndim else None)
+            result = (
+                result.flat[0] if result.ndim and result.size else (result[()] if not result.ndim else None)
+            )
         if isinstance(result, self.engine.error_type):
             return ExcelError(str(result))
         if result is self.engine.empty:

@@ -20,6 +20,7 @@ from gaia_kit import (
     atomic_write,
     get_settings,
     page,
+    regular_file,
     run,
     session_of,
     truncate,
@@ -167,11 +168,7 @@ def edit_file(
     (if the exact text is not found, lines are matched ignoring indentation). Returns a git-style diff
     showing the changes made. Only works within allowed directories."""
     guard = session_of(ctx).paths
-    target = guard.resolve(path, write=True)
-    if not target.is_file():
-        raise ToolFailure(
-            f"{path} {'is a directory' if target.is_dir() else 'does not exist'}; edit_file needs a file."
-        )
+    target = _existing_file(guard, path, write=True)
     limit = get_settings().max_read_bytes
     if target.stat().st_size > limit:
         raise ToolFailure(f"{path} is larger than {walk.format_size(limit)}, too large to edit in place.")
@@ -416,13 +413,11 @@ def _line_count(value: float, name: str) -> int:
     return int(value)
 
 
-def _existing_file(guard: PathGuard, raw: str) -> Path:
-    target = guard.resolve(raw)
+def _existing_file(guard: PathGuard, raw: str, *, write: bool = False) -> Path:
+    target = guard.resolve(raw, write=write)
     if target.is_dir():
         raise ToolFailure(f"{raw} is a directory; use list_directory or directory_tree to see inside it.")
-    if not target.exists():
-        raise ToolFailure(f"{raw} does not exist; list its directory to see what is there.")
-    return target
+    return regular_file(target, raw)
 
 
 def _existing_dir(guard: PathGuard, raw: str) -> Path:
