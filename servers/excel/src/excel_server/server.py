@@ -9,7 +9,7 @@ files are read through an .xlsx conversion in the workspace.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from gaia_kit import KitServer, ToolFailure, run, session_of
 from mcp.server.mcpserver import Context
@@ -115,6 +115,13 @@ def read_data_from_excel(
     max_rows: Annotated[
         int | None, Field(ge=1, description="Read at most this many rows (non-empty rows)")
     ] = None,
+    layout: Annotated[
+        Literal["cells", "rows"] | None,
+        Field(
+            description="cells: one object per cell (address, value, row, column); rows: a 2-D array of "
+            "values over `range`, about a quarter of the size. Default: the server's GAIA_EXCEL_READ_LAYOUT (cells)"
+        ),
+    ] = None,
 ) -> str:
     """Read data from Excel worksheet with cell metadata including validation rules.
 
@@ -132,10 +139,13 @@ def read_data_from_excel(
     """
     guard = session_of(ctx).paths
     path = files.readable(guard, filepath)
+    layout = layout or reading.default_layout()
     result = reading.read_cells(
-        path, filepath, sheet_name, start_cell, end_cell, preview_only, include_formulas, max_rows
+        path, filepath, sheet_name, start_cell, end_cell, preview_only, include_formulas, max_rows, layout
     )
     reading.attach_validations(result, path, filepath, sheet_name)
+    if layout == "rows":
+        return json.dumps(result, ensure_ascii=False, separators=(",", ":"), default=str)
     return json.dumps(result, ensure_ascii=False, indent=1, default=str)
 
 
