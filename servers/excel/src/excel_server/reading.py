@@ -29,6 +29,8 @@ def default_layout() -> str:
     if chosen not in LAYOUTS:
         raise ToolFailure(f"GAIA_EXCEL_READ_LAYOUT is {chosen!r}; set it to cells or rows (or unset it).")
     return chosen
+
+
 MAIN_NS = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 
 
@@ -136,8 +138,25 @@ def read_cells(
     return result
 
 
+def as_json(result: dict[str, Any]) -> str:
+    """The result as JSON with one cell (or row) a line and no indentation: whitespace is tokens too."""
+
+    def dump(value: Any) -> str:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+    parts = []
+    for key, value in result.items():
+        if key in ("cells", "rows") and value:
+            parts.append(f"{dump(key)}:[\n" + ",\n".join(dump(item) for item in value) + "\n]")
+        else:
+            parts.append(f"{dump(key)}:{dump(value)}")
+    return "{" + ",\n".join(parts) + "}"
+
+
 def _cells_size(entries: list[dict]) -> int:
-    return sum(len(json.dumps(e, ensure_ascii=False, default=str)) + 2 for e in entries)
+    return sum(
+        len(json.dumps(e, ensure_ascii=False, separators=(",", ":"), default=str)) + 2 for e in entries
+    )
 
 
 def _row_size(entries: list[dict]) -> int:
@@ -234,7 +253,8 @@ def attach_validations(result: dict, path: Path, raw: str, sheet_name: str) -> N
             touching = [rule for rule in rules if _overlaps(rule["applies_to"], shown)]
             if touching:
                 result["validation"] = {
-                    rule["applies_to"]: {k: v for k, v in rule.items() if k != "applies_to"} for rule in touching
+                    rule["applies_to"]: {k: v for k, v in rule.items() if k != "applies_to"}
+                    for rule in touching
                 }
         return
     parsed = [(rule, [cells.area(part) for part in rule["applies_to"].split()]) for rule in rules]

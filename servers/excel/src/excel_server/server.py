@@ -144,9 +144,7 @@ def read_data_from_excel(
         path, filepath, sheet_name, start_cell, end_cell, preview_only, include_formulas, max_rows, layout
     )
     reading.attach_validations(result, path, filepath, sheet_name)
-    if layout == "rows":
-        return json.dumps(result, ensure_ascii=False, separators=(",", ":"), default=str)
-    return json.dumps(result, ensure_ascii=False, indent=1, default=str)
+    return reading.as_json(result)
 
 
 @server.tool()
