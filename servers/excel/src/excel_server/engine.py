@@ -27,6 +27,8 @@ from .formulas import ExcelError, Ref, Uncomputable, function_names, references,
 
 MAX_DEPTH = 150  # each level is a few Python frames; deeper chains are computed top-down by reads
 MAX_RANGE_CELLS = 1_000_000
+# Functions that read where a reference is, not only its values: they get the engine's range objects.
+REFERENCE_FUNCTIONS = {"ROW", "ROWS", "COLUMN", "COLUMNS", "CELL", "ISREF", "AREAS", "INDEX", "OFFSET", "SHEET"}
 
 CellSource = Callable[[str, int, int], tuple[Any, bool]]
 """(sheet, row, col) -> (content, is_formula). For a formula, content is its text."""
@@ -129,7 +131,10 @@ class Evaluator:
             raise Uncomputable(f"the function {missing[0]} is not supported by the formula engine")
         refs = references(items)
         compiled = self._compiled(render(items), items, refs, row, col)
-        arguments = [self._input(spec, refs, sheet, depth) for spec in compiled.inputs]
+        # Plain values are much cheaper to hand over than the engine's range objects, which only
+        # the functions that look at where a reference is (ROW, COLUMN, ...) need.
+        where = not REFERENCE_FUNCTIONS.isdisjoint(function_names(items))
+        arguments = [self._input(spec, refs, sheet, depth, where) for spec in compiled.inputs]
         try:
             result = compiled.function(*arguments)
         except Exception as exc:  # the engine wraps every failure in its own DispatcherError
@@ -163,21 +168,21 @@ class Evaluator:
         self.compiled[key if shared else text] = compiled
         return compiled
 
-    def _input(self, spec: int | str, refs: list[Ref | None], sheet: str, depth: int) -> Any:
+    def _input(self, spec: int | str, refs: list[Ref | None], sheet: str, depth: int, where: bool) -> Any:
         if isinstance(spec, int):
             ref = refs[spec]
             assert ref is not None
-            return self._range(ref, sheet, depth)
+            return self._range(ref, sheet, depth, where)
         destination = self.names.get(spec.upper())
         if destination is not None:
             found = references(tokens("=" + destination))
             if len(found) == 1 and found[0] is not None:
-                return self._range(found[0], sheet, depth)
+                return self._range(found[0], sheet, depth, where)
         raise Uncomputable(
             f"'{spec}' is a defined name, a range intersection or a reference this server does not compute"
         )
 
-    def _range(self, ref: Ref, sheet: str, depth: int) -> Any:
+    def _range(self, ref: Ref, sheet: str, depth: int, where: bool = True) -> Any:
         target = sheet if ref.sheet is None else self.by_upper.get(ref.sheet.upper())
         if target is None:
             raise Uncomputable(f"the formula refers to a sheet named '{ref.sheet}', which the workbook lacks")
@@ -188,12 +193,16 @@ class Evaluator:
             max_col, max_row = max(max_col or last_col, min_col), max(max_row or last_row, min_row)
         if (max_row - min_row + 1) * (max_col - min_col + 1) > MAX_RANGE_CELLS:
             raise Uncomputable(f"the range {ref.text} has more than {MAX_RANGE_CELLS:,} cells")
+        if not where and min_row == max_row and min_col == max_col:
+            return self._to_engine(self.cell(target, min_row, min_col, depth))
         import numpy
 
         values = numpy.empty((max_row - min_row + 1, max_col - min_col + 1), dtype=object)
         for r in range(min_row, max_row + 1):
             for c in range(min_col, max_col + 1):
                 values[r - min_row, c - min_col] = self._to_engine(self.cell(target, r, c, depth))
+        if not where:
+            return values
         area = f"{_column(min_col)}{min_row}:{_column(max_col)}{max_row}"
         return self.engine.ranges().push(area, value=values)
 
