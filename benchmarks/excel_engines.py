@@ -131,7 +131,9 @@ def big_table(path: Path, rows: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", type=int, default=20_000, help="rows of the big table")
     parser.add_argument("--pycel-python", help="a Python that can import pycel")
     args = parser.parse_args()

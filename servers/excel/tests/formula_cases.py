@@ -45,8 +45,13 @@ CASES: list[tuple[str, str, object]] = [
 ]
 
 
-def build(path: Path) -> Path:
-    """Write the workbook with openpyxl (so no formula has a cached value) and return its path."""
+# Functions newer than Excel 2007, which Excel itself stores as _xlfn.NAME; scripts often do not.
+NEWER = ("XLOOKUP", "DAYS", "MAXIFS", "TEXTJOIN")
+
+
+def build(path: Path, prefixed: bool = False) -> Path:
+    """Write the workbook with openpyxl (so no formula has a cached value) and return its path;
+    `prefixed` writes the newer functions as Excel saves them (_xlfn.XLOOKUP)."""
     from openpyxl import Workbook
 
     book = Workbook()
@@ -59,6 +64,9 @@ def build(path: Path) -> Path:
     calc = book.create_sheet("Calc")
     for index, (label, formula, _) in enumerate(CASES, start=1):
         calc.cell(index, 1, label)
+        if prefixed:
+            for name in NEWER:
+                formula = formula.replace(f"{name}(", f"_xlfn.{name}(")
         calc.cell(index, 2, formula)
     book.save(path)
     return path

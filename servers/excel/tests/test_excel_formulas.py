@@ -71,8 +71,9 @@ def test_uncomputable_formulas_say_why(engine):
     assert compute(engine, "My Sheet", row=2, col=1) == (20, None)
 
 
-def test_the_twenty_common_formulas_are_computed_without_cached_values(tmp_path):
-    path = formula_cases.build(tmp_path / "cases.xlsx")
+@pytest.mark.parametrize("prefixed", [False, True], ids=["as-scripts-write", "as-excel-saves"])
+def test_the_twenty_common_formulas_are_computed_without_cached_values(tmp_path, prefixed):
+    path = formula_cases.build(tmp_path / "cases.xlsx", prefixed=prefixed)
     engine = evaluator(load_workbook(path))
     for row, (label, _, expected) in enumerate(formula_cases.CASES, start=1):
         value, reason = compute(engine, "Calc", row=row, col=2)

@@ -28,7 +28,18 @@ from .formulas import ExcelError, Ref, Uncomputable, function_names, references,
 MAX_DEPTH = 150  # each level is a few Python frames; deeper chains are computed top-down by reads
 MAX_RANGE_CELLS = 1_000_000
 # Functions that read where a reference is, not only its values: they get the engine's range objects.
-REFERENCE_FUNCTIONS = {"ROW", "ROWS", "COLUMN", "COLUMNS", "CELL", "ISREF", "AREAS", "INDEX", "OFFSET", "SHEET"}
+REFERENCE_FUNCTIONS = {
+    "ROW",
+    "ROWS",
+    "COLUMN",
+    "COLUMNS",
+    "CELL",
+    "ISREF",
+    "AREAS",
+    "INDEX",
+    "OFFSET",
+    "SHEET",
+}
 
 CellSource = Callable[[str, int, int], tuple[Any, bool]]
 """(sheet, row, col) -> (content, is_formula). For a formula, content is its text."""
