@@ -2,8 +2,8 @@
 
 Reads stream (read_only mode) and are paged, so any size of sheet is safe to open. Every write
 loads the workbook under a per-file lock and saves it atomically (temp file + rename). Formulas
-are vetted before they are written and computed when read (see formulas.py). .xls and .csv
-files are read through an .xlsx conversion in the workspace.
+are vetted before they are written (formulas.py) and computed when read (engine.py). .xls and
+.csv files are read through an .xlsx conversion in the workspace.
 """
 
 from __future__ import annotations
