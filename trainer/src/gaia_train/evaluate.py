@@ -24,7 +24,7 @@ from .dataset import HIDDEN_ANSWER
 from .episode import EpisodeLimits, Stop, run_episode
 from .mcp_session import EnvironmentUnavailable, McpSettings, McpToolSession
 from .openai_policy import EndpointSettings, OpenAIPolicy, episode_client
-from .reward import gaia_reward_func
+from .reward import ANSWER_KEY, gaia_reward_func
 
 TRAJECTORIES = "trajectories.jsonl"
 ERRORS = "errors.jsonl"
@@ -76,7 +76,9 @@ async def _run_one(
         policy = OpenAIPolicy(client, endpoint)
         result = await run_episode(list(row["prompt"]), policy, lambda: McpToolSession(mcp), limits)
     hidden = truth.strip() == HIDDEN_ANSWER
-    reward = None if hidden else gaia_reward_func(row.get("data_source", "gaia"), result.final_text, truth)
+    reward = None if hidden else gaia_reward_func(
+        row.get("data_source", "gaia"), result.final_text, truth, {ANSWER_KEY: result.answer}
+    )
     return {
         "task_id": _task_id(row),
         "level": int(row["extra_info"].get("level", 0)),

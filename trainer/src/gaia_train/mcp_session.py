@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import ssl
 import time
 import uuid
@@ -110,6 +111,16 @@ def _remember_mode(settings: McpSettings, client: Client) -> None:
     _NEGOTIATED[(settings.url, settings.servers)] = (
         (client.protocol_version, discovered) if discovered is not None else ("legacy", None)
     )
+
+
+# The tags the episode loop and the reward read the transcript by. A tool's text (a web page, a file)
+# that holds them could otherwise forge a turn boundary or an answer in the decoded trajectory.
+_STRUCTURE_TAG_RE = re.compile(r"<(/?)(tool_call|tool_response|answer|think)>")
+
+
+def neutralize_tags(text: str) -> str:
+    """`<answer>` in a tool's output becomes `&lt;answer&gt;`: still readable, never structure."""
+    return _STRUCTURE_TAG_RE.sub(r"&lt;\1\2&gt;", text)
 
 
 def cap_text(text: str, limit: int) -> str:
@@ -331,5 +342,7 @@ class McpToolSession:
             if not text.strip():
                 text = f"({call.name} returned no output)"
         return ToolOutcome(
-            cap_text(text, self.settings.max_output_chars), is_error, time.perf_counter() - started
+            cap_text(neutralize_tags(text), self.settings.max_output_chars),
+            is_error,
+            time.perf_counter() - started,
         )
