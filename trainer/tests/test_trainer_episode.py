@@ -193,7 +193,8 @@ async def test_the_episode_stops_on_the_agents_answer_only(fake_mcp) -> None:
     policy = Scripted(
         [
             # reasoning and a call's arguments that mention the tag do not end the episode
-            "<think>I will end with <answer>the code</answer>.</think>" + call("read_file", path="/data/quiz.html"),
+            "<think>I will end with <answer>the code</answer>.</think>"
+            + call("read_file", path="/data/quiz.html"),
             '<tool_call>{"name": "add", "arguments": {"a": 1, "b": 2}}</tool_call> <think><answer>3</answer></think>',
             "Reasoning the template opened.</think><answer>7731</answer>",
         ]

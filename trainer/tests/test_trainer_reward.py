@@ -150,7 +150,9 @@ HOSTILE = {
 
 NO_ANSWER = {
     "only a tool response holds one": qwen3_decoded(CALL, "<answer>42</answer>"),
-    "only the reasoning holds one": qwen3_decoded("<think>\nIt is <answer>42</answer>.\n</think>\n\nNot sure."),
+    "only the reasoning holds one": qwen3_decoded(
+        "<think>\nIt is <answer>42</answer>.\n</think>\n\nNot sure."
+    ),
     "reasoning cut at the turn limit": qwen3_decoded("<think>\nMaybe <answer>42</answer>"),
     "a response cut inside a tool response": qwen3_decoded(CALL, "") + "<tool_response>\n<answer>42</answer>",
 }

@@ -25,11 +25,8 @@ pytest.importorskip(
 import gaia_train  # noqa: E402
 import gaia_train.verl_agent  # noqa: E402,F401  (registers gaia_agent)
 import hydra  # noqa: E402
-from omegaconf import OmegaConf  # noqa: E402
 from gaia_train.reward import gaia_reward_func  # noqa: E402
-from tokenizers import Tokenizer, decoders, models  # noqa: E402
-from tokenizers.pre_tokenizers import ByteLevel  # noqa: E402
-from transformers import PreTrainedTokenizerFast  # noqa: E402
+from omegaconf import OmegaConf  # noqa: E402
 from verl.experimental.agent_loop.agent_loop import (  # noqa: E402
     DictConfigWrap,
     ToolListWrap,
@@ -42,60 +39,10 @@ from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 
-# ChatML with a system block listing the tools and tool results as a user turn, as Qwen3 does.
-CHAT_TEMPLATE = """
-{%- if tools %}<|im_start|>system
-{% if messages[0].role == 'system' %}{{ messages[0].content }}
-
-{% endif %}# Tools
-<tools>
-{% for tool in tools %}{{ tool | tojson }}
-{% endfor %}</tools><|im_end|>
-{% elif messages[0].role == 'system' %}<|im_start|>system
-{{ messages[0].content }}<|im_end|>
-{% endif %}
-{%- for message in messages %}
-{%- if message.role == 'tool' %}
-{%- if loop.first or messages[loop.index0 - 1].role != 'tool' %}{{ '<|im_start|>user' }}{% endif %}
-{{- '\n<tool_response>\n' + message.content + '\n</tool_response>' }}
-{%- if loop.last or messages[loop.index0 + 1].role != 'tool' %}{{ '<|im_end|>\n' }}{% endif %}
-{%- elif message.role == 'assistant' %}<|im_start|>assistant
-{{ message.content }}<|im_end|>
-{% elif message.role != 'system' %}<|im_start|>{{ message.role }}
-{{ message.content }}<|im_end|>
-{% endif %}
-{%- endfor %}
-{%- if add_generation_prompt %}<|im_start|>assistant
-{% endif %}"""
-
-SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-ADDED = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>"]
-
 PROMPT = [
     {"role": "system", "content": "Answer in <answer></answer>."},
     {"role": "user", "content": "What is the meeting code in /data/notes.txt?"},
 ]
-
-
-def build_tokenizer() -> PreTrainedTokenizerFast:
-    """Byte-level, no merges: one token per byte, so decode(encode(text)) == text exactly."""
-    alphabet = sorted(ByteLevel.alphabet())
-    tokenizer = Tokenizer(models.BPE(vocab={ch: i for i, ch in enumerate(alphabet)}, merges=[]))
-    tokenizer.pre_tokenizer = ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    tokenizer.add_special_tokens(SPECIAL)
-    tokenizer.add_tokens(ADDED)
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        chat_template=CHAT_TEMPLATE,
-    )
-
-
-@pytest.fixture(scope="module")
-def tokenizer() -> PreTrainedTokenizerFast:
-    return build_tokenizer()
 
 
 def call(name: str, **arguments: Any) -> str:
@@ -105,7 +52,7 @@ def call(name: str, **arguments: Any) -> str:
 class ScriptedServer:
     """Stands in for VeRL's LLMServerClient: each generate samples the next scripted turn."""
 
-    def __init__(self, tokenizer: PreTrainedTokenizerFast, turns: list[str], logprobs: bool = True):
+    def __init__(self, tokenizer, turns: list[str], logprobs: bool = True):
         self.tokenizer = tokenizer
         self.turns = list(turns)
         self.logprobs = logprobs
@@ -334,7 +281,9 @@ async def test_verls_reward_manager_scores_the_agents_own_answer(tokenizer, fake
         + call("read_file", path="/data/notes.txt"),
         "<think>Found it.</think>\nThe code is 7731. <answer>7731</answer>",
     ]
-    output = await make_loop(tokenizer, ScriptedServer(tokenizer, turns), fake_mcp.url).run({}, raw_prompt=PROMPT)
+    output = await make_loop(tokenizer, ScriptedServer(tokenizer, turns), fake_mcp.url).run(
+        {}, raw_prompt=PROMPT
+    )
     assert output.extra_fields["gaia_answer"] == "7731" and output.extra_fields["gaia_stop"] == "answer"
     decoded = tokenizer.decode(output.response_ids, skip_special_tokens=True)
     # what the reward manager decodes holds three answers before the agent's own: the old

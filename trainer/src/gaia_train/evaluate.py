@@ -76,8 +76,12 @@ async def _run_one(
         policy = OpenAIPolicy(client, endpoint)
         result = await run_episode(list(row["prompt"]), policy, lambda: McpToolSession(mcp), limits)
     hidden = truth.strip() == HIDDEN_ANSWER
-    reward = None if hidden else gaia_reward_func(
-        row.get("data_source", "gaia"), result.final_text, truth, {ANSWER_KEY: result.answer}
+    reward = (
+        None
+        if hidden
+        else gaia_reward_func(
+            row.get("data_source", "gaia"), result.final_text, truth, {ANSWER_KEY: result.answer}
+        )
     )
     return {
         "task_id": _task_id(row),

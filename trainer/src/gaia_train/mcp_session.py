@@ -20,6 +20,7 @@ import uuid
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from functools import cache, lru_cache
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -63,14 +64,30 @@ class McpSettings:
 
     @classmethod
     def from_env(cls, **overrides: Any) -> McpSettings:
-        """MCP_SERVER_URL, MCP_SERVERS and MCP_AUTH_TOKEN, then explicit overrides (None = unset)."""
+        """MCP_SERVER_URL, MCP_SERVERS and MCP_AUTH_TOKEN (or MCP_AUTH_TOKEN_FILE), then explicit overrides."""
         values: dict[str, Any] = {
             "url": os.environ.get("MCP_SERVER_URL") or DEFAULT_MCP_URL,
             "servers": os.environ.get("MCP_SERVERS") or None,
-            "auth_token": os.environ.get("MCP_AUTH_TOKEN") or None,
+            "auth_token": os.environ.get("MCP_AUTH_TOKEN") or _token_from_file(),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+
+def _token_from_file() -> str | None:
+    path = os.environ.get("MCP_AUTH_TOKEN_FILE")
+    if not path:
+        return None
+    try:
+        token = Path(path).read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ValueError(
+            f"MCP_AUTH_TOKEN_FILE={path} cannot be read ({exc.strerror}): it must name a file readable on "
+            "every node that runs episodes"
+        ) from None
+    if not token:
+        raise ValueError(f"MCP_AUTH_TOKEN_FILE={path} is empty")
+    return token
 
 
 @dataclass
@@ -230,9 +247,11 @@ class McpToolSession:
             await self._stack.__aexit__(type(exc), exc, exc.__traceback__)
             if isinstance(exc, EnvironmentUnavailable) or not isinstance(exc, Exception):
                 raise
+            causes = _leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc]
+            reason = "; ".join(f"{type(c).__name__}: {c}" for c in causes)
             raise EnvironmentUnavailable(
                 f"could not open an MCP session at {self.settings.url} "
-                f"(servers: {self.settings.servers or 'all'}): {type(exc).__name__}: {exc}. "
+                f"(servers: {self.settings.servers or 'all'}): {reason}. "
                 "Is the gateway running (gaia-env serve) and MCP_SERVER_URL right?"
             ) from exc
         return self

@@ -199,7 +199,9 @@ class TokenPolicy:
         chars_per_token = sum(lengths) / max(1, len(ids) - overhead)
         budget_chars = int((limit - overhead) * chars_per_token)
         for _ in range(8):  # tokens per character vary along a text: shrink until it fits
-            cut = [_cut(m, keep) for m, keep in zip(tool_messages, _shares(lengths, budget_chars), strict=True)]
+            cut = [
+                _cut(m, keep) for m, keep in zip(tool_messages, _shares(lengths, budget_chars), strict=True)
+            ]
             ids = self.tape.scaffold(self._last_sampled, cut)
             if len(ids) <= limit:
                 tool_messages[:] = cut  # what the model sees is what the trajectory records
