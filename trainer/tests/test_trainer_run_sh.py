@@ -203,3 +203,15 @@ def test_the_gateway_token_travels_to_ray_actors(data_dir: Path, tmp_path: Path)
     )
     assert filed.returncode == 0, filed.stderr[-3000:]
     assert f"MCP_AUTH_TOKEN_FILE: {token_file}" in filed.stdout and "s3cret" not in filed.stdout
+
+
+def test_verls_default_trainer_path_imports() -> None:
+    """What main_ppo imports with trainer.use_v1=true (its default) before it asks Ray for GPUs."""
+    import transfer_queue  # noqa: F401  (verl-core's TransferQueue: a bare verl install lacks it)
+    from verl.experimental.agent_loop.agent_loop import AgentLoopManager  # noqa: F401
+    from verl.experimental.reward_loop import RewardLoopManager  # noqa: F401
+    from verl.trainer.main_ppo import TaskRunnerV1  # noqa: F401
+    from verl.trainer.ppo.v1 import AgentLoopManagerTQ, get_trainer_cls  # noqa: F401
+    from verl.workers.engine_workers import ActorRolloutRefWorker  # noqa: F401
+
+    assert get_trainer_cls("sync").__name__ == "PPOTrainerSync"
