@@ -214,3 +214,21 @@ def test_the_token_may_come_from_a_file(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("MCP_AUTH_TOKEN_FILE", str(tmp_path / "missing"))
     with pytest.raises(ValueError, match="readable on every node"):
         McpSettings.from_env()
+
+
+async def test_a_row_may_narrow_the_tools_and_must_name_real_ones(fake_mcp) -> None:
+    from gaia_train.mcp_session import for_row
+
+    settings = McpSettings(url=fake_mcp.url)
+    narrowed = for_row(settings, {"mcp_tools": "add,read_file", "mcp_servers": ["a", "b"]})
+    assert narrowed.tools == ("add", "read_file") and narrowed.servers == "a,b"
+    assert for_row(settings, {"mcp_servers": ""}) == settings and for_row(settings, None) == settings
+    policy = Scripted([call("big", n=3), "<answer>x</answer>"])
+    await run_episode(PROMPT, policy, lambda: McpToolSession(narrowed), EpisodeLimits())
+    assert sorted(t["function"]["name"] for t in policy.tools) == ["add", "read_file"]
+    assert "Unknown tool 'big'" in policy.observed[0][0]["content"]
+    with pytest.raises(EnvironmentUnavailable, match="does not serve"):
+        bad = for_row(settings, {"mcp_tools": "no_such_tool"})
+        await run_episode(PROMPT, Scripted([]), lambda: McpToolSession(bad), EpisodeLimits())
+    with pytest.raises(ValueError, match="mcp_tools"):
+        for_row(settings, {"mcp_tools": 7})

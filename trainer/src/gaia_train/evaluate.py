@@ -22,7 +22,7 @@ from tqdm import tqdm
 
 from .dataset import HIDDEN_ANSWER
 from .episode import EpisodeLimits, Stop, run_episode
-from .mcp_session import EnvironmentUnavailable, McpSettings, McpToolSession
+from .mcp_session import EnvironmentUnavailable, McpSettings, McpToolSession, for_row
 from .openai_policy import EndpointSettings, OpenAIPolicy, episode_client
 from .reward import ANSWER_KEY, gaia_reward_func
 
@@ -74,7 +74,9 @@ async def _run_one(
     truth = str(row["reward_model"]["ground_truth"])
     async with episode_client(endpoint.request_timeout_s) as client:
         policy = OpenAIPolicy(client, endpoint)
-        result = await run_episode(list(row["prompt"]), policy, lambda: McpToolSession(mcp), limits)
+        result = await run_episode(
+            list(row["prompt"]), policy, lambda: McpToolSession(for_row(mcp, row.get("extra_info"))), limits
+        )
     hidden = truth.strip() == HIDDEN_ANSWER
     reward = (
         None

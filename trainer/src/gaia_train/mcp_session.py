@@ -18,7 +18,7 @@ import ssl
 import time
 import uuid
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,8 @@ class McpSettings:
     url: str = DEFAULT_MCP_URL
     servers: str | None = None
     """Comma-separated server ids sent as the `MCP_SERVERS` header; None for all."""
+    tools: tuple[str, ...] | None = None
+    """Tool names the episode may see and call (a subset of the servers' tools); None for all."""
     call_timeout_s: float = 120.0
     max_output_chars: int = 8192
     auth_token: str | None = None
@@ -88,6 +90,39 @@ def _token_from_file() -> str | None:
     if not token:
         raise ValueError(f"MCP_AUTH_TOKEN_FILE={path} is empty")
     return token
+
+
+def _names(value: Any, key: str) -> list[str]:
+    if value is None or (hasattr(value, "__len__") and len(value) == 0):
+        return []
+    if isinstance(value, str):
+        items = value.split(",")
+    elif isinstance(value, (list, tuple)) or hasattr(value, "tolist"):
+        items = list(value.tolist() if hasattr(value, "tolist") else value)
+    else:
+        raise ValueError(
+            f"extra_info[{key!r}] must be a comma-separated string or a list of names, got {value!r}"
+        )
+    if not all(isinstance(item, str) for item in items):
+        raise ValueError(f"extra_info[{key!r}] must hold names (strings), got {value!r}")
+    return [item.strip() for item in items if item.strip()]
+
+
+def for_row(settings: McpSettings, extra_info: Any) -> McpSettings:
+    """The settings of one dataset row: its own `mcp_servers` and `mcp_tools` in `extra_info`, if any.
+
+    A row that names servers gets exactly those (sent as `MCP-Servers`), so its prompt lists only
+    their schemas; `mcp_tools` narrows further to named tools. Rows without them use `settings`.
+    """
+    if not isinstance(extra_info, dict):
+        return settings
+    servers = _names(extra_info.get("mcp_servers"), "mcp_servers")
+    tools = _names(extra_info.get("mcp_tools"), "mcp_tools")
+    return replace(
+        settings,
+        servers=",".join(servers) if servers else settings.servers,
+        tools=tuple(tools) if tools else settings.tools,
+    )
 
 
 @dataclass
@@ -244,7 +279,11 @@ class McpToolSession:
             _remember_mode(self.settings, self._client)
             await self._list_tools()
         except BaseException as exc:
-            await self._stack.__aexit__(type(exc), exc, exc.__traceback__)
+            try:
+                await self._close(exc)
+            except BaseException as closing:
+                if closing is not exc:
+                    raise
             if isinstance(exc, EnvironmentUnavailable) or not isinstance(exc, Exception):
                 raise
             causes = _leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc]
@@ -258,8 +297,11 @@ class McpToolSession:
 
     async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         self._client = None
+        await self._close(exc)
+
+    async def _close(self, exc: BaseException | None) -> None:
         try:
-            await self._stack.__aexit__(exc_type, exc, tb)
+            await self._stack.__aexit__(type(exc) if exc else None, exc, exc.__traceback__ if exc else None)
         except BaseExceptionGroup as group:
             # The SDK's task groups wrap an error raised in the episode; hand back the error itself.
             if exc is not None and _leaves(group) == [exc]:
@@ -270,7 +312,7 @@ class McpToolSession:
         key = (self.settings.url, self.settings.servers)
         cached = _CATALOG.get(key)
         if cached is not None and time.monotonic() - cached[0] < CATALOG_TTL_S:
-            self.tools = cached[1]
+            self.tools = self._selected(cached[1])
             return
         assert self._client is not None
         tools: dict[str, Tool] = {}
@@ -286,7 +328,19 @@ class McpToolSession:
                 f"the MCP endpoint {self.settings.url} lists no tools for servers {self.settings.servers or 'all'}"
             )
         _CATALOG[key] = (time.monotonic(), tools)
-        self.tools = tools
+        self.tools = self._selected(tools)
+
+    def _selected(self, tools: dict[str, Tool]) -> dict[str, Tool]:
+        wanted = self.settings.tools
+        if wanted is None:
+            return tools
+        missing = sorted(set(wanted) - set(tools))
+        if missing:
+            raise EnvironmentUnavailable(
+                f"the row asks for tools {', '.join(missing)}, which {self.settings.url} does not serve for "
+                f"servers {self.settings.servers or 'all'}; it serves: {', '.join(sorted(tools))}"
+            )
+        return {name: tools[name] for name in wanted}
 
     async def _delete_session(self, http: Any) -> None:
         """Tell the gateway the episode is over, so it drops the workspace now, not at its idle TTL."""

@@ -15,6 +15,8 @@ which would equal a ground truth of "inf").
 
 from __future__ import annotations
 
+import functools
+import importlib
 import math
 import re
 import string
@@ -181,3 +183,62 @@ def dense_reward_func(
         shaped += think_bonus
     shaped -= over_budget_penalty * max(0, calls - tool_call_budget)
     return shaped
+
+
+# Multi-task datasets: each row names its scorer in extra_info["scorer"] (gaia-train dataset
+# writes it from the task file); routed_reward_func is the one function VeRL is given.
+SCORER_KEY = "scorer"
+BUILTIN_SCORERS = ("gaia", "exact", "numeric")
+
+
+def _exact(answer: str, truth: str) -> bool:
+    # Case and runs of whitespace never matter; everything else does.
+    return " ".join(answer.split()).casefold() == " ".join(truth.split()).casefold()
+
+
+def _numeric(answer: str, truth: str, tolerance: float) -> bool:
+    got, want = normalize_number_str(answer.strip()), normalize_number_str(truth.strip())
+    if math.isnan(want):
+        raise ValueError(f"the numeric scorer needs a number as ground truth, got {truth!r}")
+    return abs(got - want) <= tolerance * max(1.0, abs(want))
+
+
+@functools.cache
+def _user_scorer(spec: str) -> Any:
+    module_name, _, function_name = spec.partition(":")
+    try:
+        function = getattr(importlib.import_module(module_name), function_name)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(
+            f"scorer {spec!r} cannot be loaded ({exc}): name a function as 'package.module:function', "
+            f"or one of {', '.join(BUILTIN_SCORERS)}"
+        ) from None
+    if not callable(function):
+        raise ValueError(f"scorer {spec!r} is not a function")
+    return function
+
+
+def routed_reward_func(
+    data_source: str, solution_str: str, ground_truth: Any, extra_info: Mapping[str, Any] | None = None
+) -> float:
+    """The reward of a mixed dataset: each row scored by its own scorer, the agent's own answer first.
+
+    extra_info["scorer"]: "gaia" (the official scorer; the default for data_source "gaia"),
+    "exact" (case and whitespace ignored; the default otherwise), "numeric" (within
+    extra_info["tolerance"], relative to the ground truth's size, default 1e-6) or
+    "package.module:function", called as VeRL calls a reward function.
+    """
+    info = extra_info or {}
+    scorer = str(info.get(SCORER_KEY) or ("gaia" if data_source == "gaia" else "exact"))
+    if scorer == "gaia":
+        return gaia_reward_func(data_source, solution_str, ground_truth, extra_info)
+    if scorer not in BUILTIN_SCORERS:
+        return float(_user_scorer(scorer)(data_source, solution_str, ground_truth, extra_info))
+    truth = _ground_truth_str(ground_truth)
+    answer = agent_answer(solution_str, extra_info)
+    if answer is None:
+        return 0.0
+    if scorer == "exact":
+        return 1.0 if _exact(answer, truth) else 0.0
+    tolerance = float(info.get("tolerance") or 1e-6)
+    return 1.0 if _numeric(answer, truth, tolerance) else 0.0

@@ -21,7 +21,7 @@ from typing import Any
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
 
 from .episode import EpisodeLimits, EpisodeResult, run_episode
-from .mcp_session import McpSettings, McpToolSession
+from .mcp_session import McpSettings, McpToolSession, for_row
 from .reward import ANSWER_KEY
 from .tokens import TokenPolicy, TokenTape
 
@@ -127,7 +127,7 @@ class GaiaAgentLoop(AgentLoopBase):
         result = await run_episode(
             messages,
             TokenPolicy(tape, generate_ids, turn_tokens=self.turn_tokens, tool_tokens=self.tool_tokens),
-            lambda: McpToolSession(self.mcp),
+            lambda: McpToolSession(for_row(self.mcp, kwargs.get("extra_info"))),
             self.limits,
         )
         return self._output(tape, result, server_fields)
