@@ -70,6 +70,11 @@ def _engine() -> Any:
     return _Engine(formulas.Parser(), Ranges, XlError, schedula.EMPTY, known, errors)
 
 
+def warm() -> None:
+    """Import the engine now (servers call this in a background thread at start)."""
+    _engine()
+
+
 @dataclass(frozen=True)
 class _Engine:
     parser: Any

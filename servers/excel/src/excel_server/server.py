@@ -9,13 +9,14 @@ are vetted before they are written (formulas.py) and computed when read (engine.
 from __future__ import annotations
 
 import json
+import threading
 from typing import Annotated, Any, Literal
 
 from gaia_kit import KitServer, ToolFailure, run, session_of
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from . import cells, editing, files, formulas, reading
+from . import cells, editing, engine, files, formulas, reading
 from .compute import compute, describe, evaluator, formula_text
 
 server = KitServer(
@@ -609,4 +610,7 @@ def _rows_or_columns(
 
 
 def main() -> None:
+    # The formula engine takes a second or more to import (numpy, scipy): do it while idle, so the
+    # first formula without a cached value does not wait for it.
+    threading.Thread(target=engine.warm, name="formula-engine-import", daemon=True).start()
     run(server)
