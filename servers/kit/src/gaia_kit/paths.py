@@ -95,6 +95,15 @@ class PathGuard:
         )
 
 
+def free_path(folder: Path, name: str) -> Path:
+    """`folder/name`, or `folder/name-1`, `-2`, ... : the first that does not exist yet."""
+    target = folder / name
+    stem, suffix, number = target.stem, target.suffix, 1
+    while os.path.lexists(target):
+        target, number = folder / f"{stem}-{number}{suffix}", number + 1
+    return target
+
+
 def atomic_write(path: Path, data: bytes | str, encoding: str = "utf-8") -> None:
     """Write via a temp file and rename, so a crash never leaves a half-written file.
 

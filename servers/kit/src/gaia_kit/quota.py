@@ -117,7 +117,7 @@ class Quota:
         """'3.2 MB of 4096 MB and 12 of 50000 files': the workspace's use against its limits."""
         parts = []
         if self.max_bytes:
-            parts.append(f"{used.bytes / MB:,.1f} MB of {self.max_bytes // MB:,} MB (GAIA_WORKSPACE_MAX_MB)")
+            parts.append(f"{size_text(used.bytes)} of {self.max_bytes // MB:,} MB (GAIA_WORKSPACE_MAX_MB)")
         if self.max_files:
             parts.append(f"{used.files:,} of {self.max_files:,} files (GAIA_WORKSPACE_MAX_FILES)")
         return " and ".join(parts)
@@ -129,9 +129,19 @@ class Quota:
         if grows and self.over(after):
             raise QuotaExceeded(
                 f"{what} would take the session workspace past its quota: it holds {self.describe(used)}, "
-                f"and this adds {max(add_bytes, 0) / MB:,.1f} MB and {max(add_files, 0)} file(s). "
+                f"and this adds {size_text(max(add_bytes, 0))} and {max(add_files, 0)} file(s). "
                 + FREE_SPACE_HINT
             )
+
+
+def size_text(size: int) -> str:
+    """1,234 bytes, 12.3 KB, 4.5 MB, 6.7 GB."""
+    if size < 10_000:
+        return f"{size:,} bytes"
+    for unit, scale in (("GB", 2**30), ("MB", 2**20)):
+        if size >= scale:
+            return f"{size / scale:,.1f} {unit}"
+    return f"{size / 2**10:,.1f} KB"
 
 
 def _disk_use(path: Path) -> tuple[int, int]:
@@ -196,23 +206,56 @@ def ensure_room(target: Path, size: int) -> None:
         quota.check(used, size - _size(target), 0 if os.path.lexists(target) else 1, f"Writing {target.name}")
 
 
+def _staging_for(near: Path) -> Path:
+    """Where temporary files for `near` go: the staging folder for a session workspace, else beside it."""
+    quota = Quota.of(near)
+    if quota is not None:
+        return quota.staging
+    folder = near if near.is_dir() else near.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 @contextlib.contextmanager
-def staged(target: Path) -> Iterator[Path]:
+def staged(target: Path, suffix: str = ".tmp") -> Iterator[Path]:
     """A temporary path to write `target`'s new content to; `place` it when complete.
 
     In a session workspace it lies in the staging folder, outside the workspace, so a half-written
     or oversized file never counts as the session's; elsewhere it lies beside `target`. It is
-    removed on the way out if it was not placed.
+    removed on the way out if it was not placed. `suffix` is for tools that pick a format by name.
     """
-    quota = Quota.of(target)
-    folder = quota.staging if quota is not None else target.parent
-    fd, name = tempfile.mkstemp(dir=folder, prefix=f".{target.name[:100]}.", suffix=".tmp")
+    fd, name = tempfile.mkstemp(dir=_staging_for(target), prefix=f".{target.name[:100]}.", suffix=suffix)
     os.close(fd)
     try:
         yield Path(name)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(name)
+
+
+@contextlib.contextmanager
+def scratch(near: Path, prefix: str = ".scratch-") -> Iterator[Path]:
+    """A temporary folder for work files (downloads to read, frames, conversions) that are not results.
+
+    For a session workspace it lies outside the workspace, so the work files never count against
+    the session's quota; it is removed on the way out.
+    """
+    with tempfile.TemporaryDirectory(prefix=prefix, dir=_staging_for(near)) as folder:
+        yield Path(folder)
+
+
+def make_dirs(path: Path) -> None:
+    """mkdir -p within the session's file quota (each new folder is an entry)."""
+    quota = Quota.of(path)
+    if quota is None:
+        path.mkdir(parents=True, exist_ok=True)
+        return
+    with quota.locked():
+        missing, folder = 0, path
+        while not folder.exists():
+            missing, folder = missing + 1, folder.parent
+        quota.check(quota.usage(), 0, missing, f"Creating {path.name}")
+        path.mkdir(parents=True, exist_ok=True)
 
 
 def place(temporary: Path, target: Path, *, replace: bool = True) -> None:
@@ -223,6 +266,7 @@ def place(temporary: Path, target: Path, *, replace: bool = True) -> None:
     """
     quota = Quota.of(target)
     if quota is None:
+        target.parent.mkdir(parents=True, exist_ok=True)
         _move(temporary, target, replace)
         return
     with quota.locked():
@@ -284,7 +328,7 @@ def copy_into(source: Path, target: Path) -> None:
 # --- sandboxed commands ------------------------------------------------------------------------------
 
 TICK_S = 0.01
-SCAN_EVERY_MAX_S = 1.0
+SCAN_EVERY_S = (0.25, 1.0)
 
 
 class CommandWatch:
@@ -294,9 +338,9 @@ class CommandWatch:
     a command that only deletes (rm) still runs. Counting the workspace costs time in proportion to
     its files, so it is not done on every tick: every TICK_S the disk's own counters (statvfs: used
     blocks and inodes of the whole file system) are read, and the workspace is counted as soon as
-    the disk has grown by the room the session had left, and in any case every few scan durations
-    (at most a fifth of a core, at least once a second), which also covers growth the disk's
-    counters hide (another session deleting as much as this one writes).
+    the disk has grown by the room the session had left, and in any case every four scan durations
+    (between SCAN_EVERY_S seconds), which also covers growth the disk's counters hide (another
+    session deleting as much as this one writes, sparse files).
     """
 
     def __init__(self, quota: Quota, start: Usage):
@@ -321,7 +365,7 @@ class CommandWatch:
         return self.quota.room(self.start)
 
     async def crossed(self) -> Usage:
-        used, scanned_at, pause = self.start, time.monotonic(), TICK_S
+        used, scanned_at, pause = self.start, time.monotonic(), SCAN_EVERY_S[0]
         disk = _disk_use(self.quota.workspace)
         while True:
             await asyncio.sleep(TICK_S)
@@ -337,7 +381,7 @@ class CommandWatch:
             if self.ceiling.over(used):
                 return used
             scanned_at, disk = time.monotonic(), now_disk
-            pause = min(SCAN_EVERY_MAX_S, max(TICK_S, 4 * (scanned_at - began)))
+            pause = min(SCAN_EVERY_S[1], max(SCAN_EVERY_S[0], 4 * (scanned_at - began)))
 
     def stopped_message(self, used: Usage) -> str:
         return (
@@ -351,6 +395,6 @@ class CommandWatch:
         if not self.quota.over(used):
             return None
         return (
-            f"[The session workspace is over its quota: {self.quota.describe(used)}. Writes are refused "
-            "until files are deleted (rm -r <path>).]"
+            f"The session workspace is over its quota: {self.quota.describe(used)}. Writes are refused "
+            "until files are deleted (rm -r <path>)."
         )

@@ -32,7 +32,7 @@ from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .errors import ToolFailure
-from .quota import CommandWatch
+from .quota import CommandWatch, size_text
 from .settings import get_settings
 
 logger = logging.getLogger("gaia_kit.sandbox")
@@ -110,7 +110,7 @@ class SandboxResult:
             parts.append(f"[stderr]\n{self.stderr.rstrip()}")
         parts.append(f"[{self.status()}; {self.duration_s:.2f} s]")
         if self.quota_note:
-            parts.append(self.quota_note)
+            parts.append(f"[{self.quota_note}]")
         return "\n".join(parts)
 
     def status(self) -> str:
@@ -188,8 +188,8 @@ async def run_sandboxed(
             and _hit_file_size(result)
         ):
             result.quota_note = (
-                f"[Files were capped at the {file_size / 2**20:.1f} MB left in the session workspace's "
-                f"quota ({watch.quota.describe(watch.start)}); delete files to make room.]"
+                f"Files were capped at the {size_text(file_size)} left in the session workspace's "
+                f"quota ({watch.quota.describe(watch.start)}); delete files to make room."
             )
     return result
 
