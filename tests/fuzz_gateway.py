@@ -10,7 +10,7 @@ every registered tool arguments generated from its input schema, then mutated (a
 string, a missing required field, an extra field, deep nesting, NUL and lone surrogates).
 
 What must hold for every answer: never a 5xx; an answer before the call's deadline; the body is one
-well-formed JSON-RPC response (an error with an integer code and a message, or a result; a
+well-formed JSON-RPC response (an error with an integer code and a short message, or a result; a
 tools/call result has content, and an error result says something and holds no stack trace), or
 an empty 202 for a notification.
 """
@@ -41,6 +41,8 @@ DEADLINE_SLACK_S = 15
 SESSION_IDS = [f"fuzz-{n}" for n in range(4)]
 MAX_BODY_MB = 2
 ACCEPT = "application/json, text/event-stream"
+MAX_ERROR_CHARS = 5_000
+"""An error message says what is wrong in a sentence or two; it never echoes a huge input back."""
 
 FUZZ_ENV = {
     # Work inside tools is bounded well within FUZZ_TIMEOUT_S.
@@ -283,6 +285,7 @@ def check_answer(response: httpx.Response, sent: bytes, *, tool_call: bool = Fal
         assert isinstance(error, dict) and isinstance(error.get("code"), int), where
         assert isinstance(error.get("message"), str) and error["message"].strip(), where
         assert not TRACEBACK.search(error["message"]), where
+        assert len(error["message"]) < MAX_ERROR_CHARS, where
         return
     result = answer["result"]
     assert isinstance(result, dict), where
@@ -345,7 +348,10 @@ def summary(outcomes: list[Outcome]) -> str:
         f"{len(outcomes)} calls: "
         + ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
         + "; slowest: "
-        + ", ".join(f"{o.case.tool} {o.seconds:.1f} s ({o.kind})" for o in slowest)
+        + ", ".join(
+            f"{o.case.tool} {o.seconds:.1f} s ({o.kind}, {o.case.front.name}, {json.dumps(o.case.arguments)[:120]})"
+            for o in slowest
+        )
     )
 
 

@@ -244,9 +244,9 @@ def _server_env(config: GatewayConfig) -> dict[str, str]:
 
 
 def _describe_invalid(tool: str, error: ValidationError) -> str:
-    where = ".".join(str(p) for p in error.absolute_path)
-    if error.validator == "required":
-        return f"Invalid arguments for {tool}: {error.message}."
-    if error.validator == "additionalProperties":
-        return f"Invalid arguments for {tool}: {error.message}."
-    return f"Invalid arguments for {tool}: '{where or 'arguments'}': {error.message}."
+    where = ".".join(str(p) for p in error.absolute_path)[:200]
+    # jsonschema quotes the offending value whole: a megabyte string must not come back whole.
+    message = error.message if len(error.message) <= 500 else error.message[:500] + "…"
+    if error.validator in ("required", "additionalProperties"):
+        return f"Invalid arguments for {tool}: {message}."
+    return f"Invalid arguments for {tool}: '{where or 'arguments'}': {message}."
