@@ -96,3 +96,7 @@ def test_a_workspace_quota_holds_through_the_gateway(start) -> None:
     assert not put(gateway, "other", "b.txt", "b" * 700_000)["isError"]  # another session is unaffected
     assert not put(gateway, "filler", "a.txt", "small")["isError"]  # rewriting smaller frees space
     assert not put(gateway, "filler", "b.txt", "b" * 700_000)["isError"]
+    locks = gateway.workspace_root / ".gaia-quota" / "locks"
+    assert len(list(locks.iterdir())) == 2
+    assert httpx.delete(gateway.url, headers={"X-Session-Id": "filler"}).json() == {"ended": True}
+    assert len(list(locks.iterdir())) == 1  # an ended session leaves nothing behind

@@ -18,6 +18,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gaia_kit import quota
+
 logger = logging.getLogger("gaia_env.sessions")
 
 
@@ -61,6 +63,7 @@ class SessionStore:
         self._on_end = on_end
         self._on_refuse = on_refuse
         root.mkdir(parents=True, exist_ok=True)
+        quota.prepare_root(root)
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -129,7 +132,7 @@ class SessionStore:
             finally:
                 if self._on_end:
                     self._on_end(state.key)
-                await asyncio.to_thread(shutil.rmtree, state.workspace, True)
+                await asyncio.to_thread(_remove, state.workspace)
             return
         state = self.workspace_for(key)
         state.active_calls += 1
@@ -145,7 +148,7 @@ class SessionStore:
             return False
         if self._on_end:
             self._on_end(key)
-        await asyncio.to_thread(shutil.rmtree, state.workspace, True)
+        await asyncio.to_thread(_remove, state.workspace)
         logger.info("session ended, workspace removed: %s", state.workspace.name)
         return True
 
@@ -166,3 +169,8 @@ class SessionStore:
     async def close(self) -> None:
         for key in list(self._sessions):
             await self.end(key)
+
+
+def _remove(workspace: Path) -> None:
+    shutil.rmtree(workspace, ignore_errors=True)
+    quota.release(workspace)

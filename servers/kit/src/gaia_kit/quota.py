@@ -150,6 +150,20 @@ def _disk_use(path: Path) -> tuple[int, int]:
     return (info.f_blocks - info.f_bfree) * info.f_frsize, info.f_files - info.f_ffree
 
 
+def release(workspace: Path) -> None:
+    """Forget a removed workspace's lock file (the gateway calls this when a session ends)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(workspace.parent / QUOTA_DIR / "locks" / f"{workspace.name}.lock")
+
+
+def prepare_root(root: Path) -> None:
+    """Make the locks and staging folders beside the workspaces, the staging one emptied of what
+    crashed writers left (the gateway calls this before it starts any server)."""
+    shutil.rmtree(root / QUOTA_DIR / "staging", ignore_errors=True)
+    for folder in ("locks", "staging"):
+        (root / QUOTA_DIR / folder).mkdir(parents=True, exist_ok=True)
+
+
 def measure(folder: Path, stop_after: int | None = None) -> Usage:
     """Bytes of regular files (hard links once) and entries under `folder`, without following links."""
     total = files = 0
