@@ -52,6 +52,8 @@ class Metrics:
             ["reason"],
             registry=self.registry,
         )
+        for reason in ("max_sessions", "disk_floor"):
+            self.sessions_refused.labels(reason)  # both series exist from the start, at 0
 
     def watch_sessions(
         self, count: Callable[[], int], free_disk: Callable[[], int], max_sessions: int, min_free_mb: int
