@@ -27,6 +27,7 @@ from gaia_kit import (
 )
 from gaia_kit.args import MaxLength
 from gaia_kit.errors import describe_exception
+from gaia_kit.quota import make_dirs
 from mcp.server.mcpserver import Context
 from mcp.types import AudioContent, ImageContent
 from pydantic import Field
@@ -152,8 +153,7 @@ def write_file(
     target = session_of(ctx).paths.resolve(path, write=True)
     if target.is_dir():
         raise ToolFailure(f"{path} is a directory; give a file path inside it.")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(target, content)
+    atomic_write(target, content)  # makes missing parents, within the session's disk quota
     return f"Successfully wrote to {path}"
 
 
@@ -201,7 +201,7 @@ def create_directory(path: PathArg, ctx: Context) -> str:
     target = session_of(ctx).paths.resolve(path, write=True)
     if target.exists() and not target.is_dir():
         raise ToolFailure(f"{path} already exists and is a file, so no directory can be created there.")
-    target.mkdir(parents=True, exist_ok=True)
+    make_dirs(target)
     return f"Successfully created directory {path}"
 
 

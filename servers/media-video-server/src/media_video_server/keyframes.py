@@ -10,6 +10,7 @@ from pathlib import Path
 
 from gaia_kit import PathGuard, ToolFailure
 from gaia_kit.media import MediaFile, clock
+from gaia_kit.quota import make_dirs
 
 from . import video
 
@@ -61,7 +62,7 @@ def extract(
     folder = guard.resolve(output_dir or "keyframes", write=True)
     if folder.exists() and not folder.is_dir():
         raise ToolFailure(f"{output_dir} is a file; name a directory for the frames.")
-    folder.mkdir(parents=True, exist_ok=True)
+    make_dirs(folder)
     notes: list[str] = []
     if mode == "scene":
         changes = video.scene_changes(clip, start, end, SCENE_THRESHOLD)

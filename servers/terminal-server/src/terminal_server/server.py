@@ -73,6 +73,7 @@ async def execute_command(
                 "stderr": result.stderr,
                 "truncated": result.truncated,
                 "status": result.status(),
+                **({"quota": result.quota_note} if result.quota_note else {}),
             },
             ensure_ascii=False,
         )
@@ -84,6 +85,8 @@ async def execute_command(
     )
     if result.stderr.strip():
         parts.append(f"**Errors:**\n```\n{result.stderr.rstrip()}\n```")
+    if result.quota_note:
+        parts.append(f"**Disk quota:** {result.quota_note.strip('[]')}")
     return "\n\n".join(parts)
 
 
