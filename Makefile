@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 PYTEST_ARGS ?=
 
-.PHONY: serve test lint bench docs system-deps test-system-deps whisper-extra uv sync node-tools trainer-extra clean
+.PHONY: serve test lint bench docs system-deps test-system-deps whisper-extra uv sync node-tools trainer-extra reference-tools clean
 
 serve: sync
 	$(UV) run --no-sync gaia-env serve --host $(HOST) --port $(PORT)
@@ -45,6 +45,11 @@ sync: uv
 # Node 22 and the MCP conformance suite, from the npm registry, for the conformance tests.
 node-tools: system-deps
 	@scripts/node-tools.sh
+
+# The reference projects benchmarks/side_by_side.py compares with (excel-mcp-server, server-filesystem,
+# @playwright/mcp), into .tools/reference; nothing else needs them.
+reference-tools: system-deps
+	@scripts/reference-tools.sh
 
 # media-audio-server's optional openai-whisper backend, next to the trainer's CPU torch (pip).
 whisper-extra: trainer-extra

@@ -24,7 +24,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, INVALID_REQUEST
+from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
@@ -34,6 +34,10 @@ from .bare import BareRequests
 from .gateway import Gateway, InvalidArguments, SelectionError, UnknownTool
 from .process import RemoteError
 from .selection import CLIENT_SESSION_HEADER, SESSION_HEADER, requested_servers, session_key
+
+# The SDK's JSON parser (pydantic-core) stops at this depth; Python's json module at about 1,000,
+# by raising RecursionError. One limit for every path keeps the answer the same: -32700.
+MAX_JSON_DEPTH = 200
 
 
 def build_server(gateway: Gateway) -> Server[Any]:
@@ -155,6 +159,10 @@ class MCPEndpoint:
                 scope, receive, send
             )
             return
+        if _nests_too_deep(body):
+            message = f"Parse error: the JSON nests more than {MAX_JSON_DEPTH} levels deep."
+            await _jsonrpc_error(400, PARSE_ERROR, message)(scope, receive, send)
+            return
         if _is_initialize(body):
             manager = self.streaming if streams else self.stateful
             await manager.handle_request(scope, _replay(body, receive), send)
@@ -218,6 +226,25 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         return await receive()
 
     return replay
+
+
+def _nests_too_deep(body: bytes) -> bool:
+    if body.count(b"[") + body.count(b"{") <= MAX_JSON_DEPTH:
+        return False
+    try:
+        value = json.loads(body)
+    except RecursionError:
+        return True
+    except ValueError:
+        return False  # not JSON at all: the SDK answers -32700
+    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, dict | list) else []
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
 
 
 def _is_initialize(body: bytes) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import answer_sizes
 from .gateway import Gateway
 
 
@@ -70,6 +71,7 @@ def render_markdown(gateway: Gateway, tools: list[dict[str, Any]]) -> str:
         f"{len(tools)} tools from {len(by_server)} servers. A name offered by more than one selected server is",
         "exposed as `<server-id>__<tool>`; the qualified form is always accepted.",
         "",
+        *answer_sizes.render(answer_sizes.load()),
     ]
     for sid, server_tools in by_server.items():
         out += [f"## {sid}", "", f"{len(server_tools)} tools.", ""]

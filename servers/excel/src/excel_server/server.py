@@ -2,14 +2,15 @@
 
 Reads stream (read_only mode) and are paged, so any size of sheet is safe to open. Every write
 loads the workbook under a per-file lock and saves it atomically (temp file + rename). Formulas
-are vetted before they are written and computed when read (see formulas.py). .xls and .csv
-files are read through an .xlsx conversion in the workspace.
+are vetted before they are written (formulas.py) and computed when read (engine.py). .xls and
+.csv files are read through an .xlsx conversion in the workspace.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+import threading
+from typing import Annotated, Any, Literal
 
 from gaia_kit import KitServer, ToolFailure, run, session_of
 from gaia_kit.hints import hints
@@ -18,7 +19,7 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from . import cells, editing, files, formulas, reading
+from . import cells, editing, engine, files, formulas, reading
 from .compute import compute, describe, evaluator, formula_text
 
 server = KitServer(
@@ -107,7 +108,7 @@ def validate_formula_syntax(
     text = "=" + formula.strip().lstrip("=")
     try:
         engine = evaluator(files.open_full(path, filepath), files.open_full(path, filepath, data_only=True))
-        value, reason = compute(engine, sheet_name, formula=text)
+        value, reason = compute(engine, sheet_name, formula=text, row=row, col=col)
     except ToolFailure as exc:
         value, reason = None, str(exc)
     return (
@@ -139,6 +140,13 @@ def read_data_from_excel(
     max_rows: Annotated[
         int | None, Field(ge=1, description="Read at most this many rows (non-empty rows)")
     ] = None,
+    layout: Annotated[
+        Literal["cells", "rows"] | None,
+        Field(
+            description="cells: one object per cell (address, value, row, column); rows: a 2-D array of "
+            "values over `range`, about a quarter of the size. Default: the server's GAIA_EXCEL_READ_LAYOUT (cells)"
+        ),
+    ] = None,
 ) -> CallToolResult:
     """Read data from Excel worksheet with cell metadata including validation rules.
 
@@ -156,11 +164,12 @@ def read_data_from_excel(
     """
     guard = session_of(ctx).paths
     path = files.readable(guard, filepath)
+    layout = layout or reading.default_layout()
     result = reading.read_cells(
-        path, filepath, sheet_name, start_cell, end_cell, preview_only, include_formulas, max_rows
+        path, filepath, sheet_name, start_cell, end_cell, preview_only, include_formulas, max_rows, layout
     )
     reading.attach_validations(result, path, filepath, sheet_name)
-    text = json.dumps(result, ensure_ascii=False, indent=1, default=str)
+    text = reading.as_json(result)
     return with_data(text, json.loads(text))
 
 
@@ -640,4 +649,7 @@ def _rows_or_columns(
 
 
 def main() -> None:
+    # The formula engine takes a second or more to import (numpy, scipy): do it while idle, so the
+    # first formula without a cached value does not wait for it.
+    threading.Thread(target=engine.warm, name="formula-engine-import", daemon=True).start()
     run(server)

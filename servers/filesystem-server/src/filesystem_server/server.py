@@ -20,6 +20,7 @@ from gaia_kit import (
     atomic_write,
     get_settings,
     page,
+    regular_file,
     run,
     session_of,
     truncate,
@@ -27,6 +28,7 @@ from gaia_kit import (
 from gaia_kit.args import MaxLength
 from gaia_kit.errors import describe_exception
 from gaia_kit.hints import hints
+from gaia_kit.quota import make_dirs
 from gaia_kit.results import with_data
 from mcp.server.mcpserver import Context
 from mcp.types import AudioContent, CallToolResult, ImageContent
@@ -200,8 +202,7 @@ def write_file(
     target = session_of(ctx).paths.resolve(path, write=True)
     if target.is_dir():
         raise ToolFailure(f"{path} is a directory; give a file path inside it.")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(target, content)
+    atomic_write(target, content)  # makes missing parents, within the session's disk quota
     return f"Successfully wrote to {path}"
 
 
@@ -218,11 +219,7 @@ def edit_file(
     (if the exact text is not found, lines are matched ignoring indentation). Returns a git-style diff
     showing the changes made. Only works within allowed directories."""
     guard = session_of(ctx).paths
-    target = guard.resolve(path, write=True)
-    if not target.is_file():
-        raise ToolFailure(
-            f"{path} {'is a directory' if target.is_dir() else 'does not exist'}; edit_file needs a file."
-        )
+    target = _existing_file(guard, path, write=True)
     limit = get_settings().max_read_bytes
     if target.stat().st_size > limit:
         raise ToolFailure(f"{path} is larger than {walk.format_size(limit)}, too large to edit in place.")
@@ -259,7 +256,7 @@ def create_directory(path: PathArg, ctx: Context) -> str:
     target = session_of(ctx).paths.resolve(path, write=True)
     if target.exists() and not target.is_dir():
         raise ToolFailure(f"{path} already exists and is a file, so no directory can be created there.")
-    target.mkdir(parents=True, exist_ok=True)
+    make_dirs(target)
     return f"Successfully created directory {path}"
 
 
@@ -488,13 +485,11 @@ def _line_count(value: float, name: str) -> int:
     return int(value)
 
 
-def _existing_file(guard: PathGuard, raw: str) -> Path:
-    target = guard.resolve(raw)
+def _existing_file(guard: PathGuard, raw: str, *, write: bool = False) -> Path:
+    target = guard.resolve(raw, write=write)
     if target.is_dir():
         raise ToolFailure(f"{raw} is a directory; use list_directory or directory_tree to see inside it.")
-    if not target.exists():
-        raise ToolFailure(f"{raw} does not exist; list its directory to see what is there.")
-    return target
+    return regular_file(target, raw)
 
 
 def _existing_dir(guard: PathGuard, raw: str) -> Path:

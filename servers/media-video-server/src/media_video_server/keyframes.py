@@ -11,6 +11,7 @@ from pathlib import Path
 from gaia_kit import PathGuard, ToolFailure
 from gaia_kit.calls import current_call
 from gaia_kit.media import MediaFile, clock
+from gaia_kit.quota import make_dirs
 
 from . import video
 
@@ -62,7 +63,7 @@ def extract(
     folder = guard.resolve(output_dir or "keyframes", write=True)
     if folder.exists() and not folder.is_dir():
         raise ToolFailure(f"{output_dir} is a file; name a directory for the frames.")
-    folder.mkdir(parents=True, exist_ok=True)
+    make_dirs(folder)
     notes: list[str] = []
     call = current_call()
     if mode == "scene":

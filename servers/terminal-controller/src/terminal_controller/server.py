@@ -10,7 +10,7 @@ import time
 from collections import deque
 from pathlib import Path
 
-from gaia_kit import KitServer, ToolFailure, atomic_write, get_settings, run, session_of
+from gaia_kit import KitServer, ToolFailure, atomic_write, get_settings, regular_file, run, session_of
 from gaia_kit.hints import hints
 from gaia_kit.sandbox import sandbox_status
 from gaia_kit.session import Session
@@ -47,8 +47,7 @@ def _resolve(session: Session, path: str, *, write: bool = False) -> Path:
 
 
 def _lines(path: Path) -> list[str]:
-    if not path.is_file():
-        raise ToolFailure(f"{path} is not a file; check the path with list_directory.")
+    regular_file(path, str(path))
     if path.stat().st_size > get_settings().max_read_bytes:
         raise ToolFailure(f"{path} is larger than GAIA_MAX_READ_BYTES; use execute_command with head/sed.")
     return path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)

@@ -45,6 +45,7 @@ class CommandRun(HistoryEntry):
     stderr: str
     truncated: bool
     status: str
+    quota: str | None = None
 
 
 class History(BaseModel):
@@ -98,6 +99,7 @@ async def execute_command(
         "stderr": result.stderr,
         "truncated": result.truncated,
         "status": result.status(),
+        **({"quota": result.quota_note} if result.quota_note else {}),
     }
     return with_data(_command_text(command, result, data, output_format), data)
 
@@ -113,6 +115,8 @@ def _command_text(command: str, result: Any, data: dict[str, Any], output_format
     )
     if result.stderr.strip():
         parts.append(f"**Errors:**\n```\n{result.stderr.rstrip()}\n```")
+    if result.quota_note:
+        parts.append(f"**Disk quota:** {result.quota_note.strip('[]')}")
     return "\n\n".join(parts)
 
 
