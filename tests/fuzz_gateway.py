@@ -225,7 +225,8 @@ class Front:
     headers: dict[str, str]
 
 
-def open_mcp_session(gateway: RunningGateway) -> Front:
+def open_mcp_session(gateway: RunningGateway, accept: str = ACCEPT) -> Front:
+    """A session: a streaming one (answers as SSE) for an Accept that lists text/event-stream, else JSON."""
     body = {
         "jsonrpc": "2.0",
         "id": 0,
@@ -236,15 +237,24 @@ def open_mcp_session(gateway: RunningGateway) -> Front:
             "clientInfo": {"name": "fuzzer", "version": "1"},
         },
     }
-    reply = httpx.post(gateway.url, json=body, headers={"Accept": ACCEPT}, timeout=30)
+    reply = httpx.post(gateway.url, json=body, headers={"Accept": accept}, timeout=30)
     reply.raise_for_status()
     headers = {
+        "Accept": accept,
         "mcp-session-id": reply.headers["mcp-session-id"],
-        "mcp-protocol-version": reply.json()["result"]["protocolVersion"],
+        "mcp-protocol-version": answer_of(reply)["result"]["protocolVersion"],
     }
     done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    httpx.post(gateway.url, json=done, headers={"Accept": ACCEPT, **headers}, timeout=30)
-    return Front("mcp-session", headers)
+    httpx.post(gateway.url, json=done, headers=headers, timeout=30)
+    return Front("mcp-session" if "event-stream" in accept else "mcp-json-session", headers)
+
+
+def answer_of(response: httpx.Response) -> Any:
+    """The JSON-RPC answer of a response: its JSON body, or the last message of its SSE stream."""
+    if not response.headers.get("content-type", "").startswith("text/event-stream"):
+        return response.json()
+    data = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
+    return json.loads([d for d in data if d][-1])
 
 
 def fronts(gateway: RunningGateway) -> list[Front]:
@@ -253,7 +263,7 @@ def fronts(gateway: RunningGateway) -> list[Front]:
         Front("bare-keyed", {"X-Session-Id": SESSION_IDS[0]}),
         Front("bare-keyed-2", {"X-Session-Id": SESSION_IDS[1]}),
         open_mcp_session(gateway),
-        open_mcp_session(gateway),
+        open_mcp_session(gateway, "application/json"),
     ]
 
 
@@ -275,8 +285,8 @@ def check_answer(response: httpx.Response, sent: bytes, *, tool_call: bool = Fal
         assert not response.content.strip(), where
         return
     try:
-        answer = response.json()
-    except ValueError:
+        answer = answer_of(response)
+    except (ValueError, IndexError):
         raise AssertionError(f"not JSON: {where}") from None
     assert isinstance(answer, dict) and answer.get("jsonrpc") == "2.0", where
     assert ("result" in answer) != ("error" in answer), where
@@ -327,7 +337,7 @@ def run_tool_cases(gateway: RunningGateway, cases: list[ToolCase], workers: int)
                 f"no answer within {deadline} s to {body[:300]!r} ({case.front.name})"
             ) from None
         check_answer(response, body, tool_call=True)
-        answer = response.json()
+        answer = answer_of(response)
         if "error" in answer:
             kind = f"rpc {answer['error']['code']}"
         else:

@@ -125,6 +125,7 @@ def _run_worker(request: dict, raw: str) -> dict:
             pass_fds=(progress_out,),
             tick=lambda: _relay_progress(progress_in),
         )
+        _relay_progress(progress_in)  # what the worker reported since the last poll
     except subprocess.TimeoutExpired:
         raise ToolFailure(
             f"Converting {raw} took longer than {DEADLINE_S:.0f} s and was stopped; ask for fewer pages "
