@@ -141,6 +141,9 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=40, help="GRPO steps")
     parser.add_argument("--generations", type=int, default=4, help="episodes per prompt (GRPO group size)")
     parser.add_argument("--learning-rate", type=float, default=2e-3)
+    parser.add_argument(
+        "--optim", default="adamw_torch", help="a transformers optimizer name (sgd, adamw_torch, ...)"
+    )
     parser.add_argument("--warm-steps", type=int, default=80, help="supervised warm-start steps")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -183,6 +186,8 @@ def main() -> int:
                 learning_rate=args.learning_rate,
                 temperature=1.0,
                 seed=args.seed,
+                optim=args.optim,
+                lr_scheduler_type="constant",
             )
             trainer = grpo_trainer(model, tokenizer, grpo_dataset([r.row for r in rows]), rollout, config)
             printer = PrintRewards()
@@ -204,6 +209,7 @@ def main() -> int:
         "warm_start_steps": args.warm_steps,
         "warm_start_loss": [round(losses[0], 3), round(losses[-1], 4)],
         "learning_rate": args.learning_rate,
+        "optimizer": args.optim,
         "reward_mean_first_5_steps": round(sum(r["reward_mean"] for r in first) / len(first), 3),
         "reward_mean_last_5_steps": round(sum(r["reward_mean"] for r in last) / len(last), 3),
         "seconds_per_step": round(printer.rows[-1]["seconds"] / len(printer.rows), 2),
