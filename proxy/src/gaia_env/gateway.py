@@ -19,7 +19,7 @@ from jsonschema.exceptions import SchemaError, ValidationError
 from . import catalog
 from .metrics import Metrics
 from .pool import PoolError, ServerPool
-from .process import RemoteError
+from .process import Progress, RemoteError
 from .registry import ServerSpec
 from .sessions import SessionLimits, SessionRefused, SessionStore
 
@@ -184,9 +184,17 @@ class Gateway:
     # -- calls ---------------------------------------------------------------------------------
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any] | None, selection: tuple[str, ...], session_key: str | None
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        selection: tuple[str, ...],
+        session_key: str | None,
+        on_progress: Progress | None = None,
     ) -> dict[str, Any]:
-        """Run one tool call; tool and pool failures come back as an isError result."""
+        """Run one tool call; tool and pool failures come back as an isError result.
+
+        `on_progress` receives the server's progress notifications; cancelling the awaiting task
+        cancels the call in the server (notifications/cancelled)."""
         route = self.route(name, selection)
         arguments = arguments or {}
         self.validate(route, arguments)
@@ -198,7 +206,7 @@ class Gateway:
             async with self.sessions.use(session_key) as session:
                 meta = {SESSION_ID_KEY: session.key, WORKSPACE_KEY: str(session.workspace)}
                 params = {"name": route.tool, "arguments": arguments, "_meta": meta}
-                result = await pool.call("tools/call", params, session_key)
+                result = await pool.call("tools/call", params, session_key, on_progress)
             if result.get("isError"):
                 outcome = "tool_error"
             return result
@@ -207,6 +215,9 @@ class Gateway:
             return {"content": [{"type": "text", "text": str(exc)}], "isError": True}
         except RemoteError:
             outcome = "gateway_error"
+            raise
+        except asyncio.CancelledError:  # the client cancelled or went away; the server was told
+            outcome = "cancelled"
             raise
         finally:
             elapsed = time.perf_counter() - started

@@ -325,3 +325,44 @@ def test_a_model_that_always_fails_is_one_clear_error(
         assert "browser_use" in texts(gateway.call("get_browser_capabilities"))
     finally:
         gateway.stop()
+
+
+def test_steps_are_progress_and_a_cancelled_run_closes_its_browser(
+    tmp_path: Path, fake: FakeOpenAI, site: LoopbackServer
+) -> None:
+    import anyio
+    from mcp import Client
+
+    for _ in range(40):  # a model that keeps the agent waiting, step after step
+        fake.reply_with(lambda body: step({"wait": {"seconds": 1}}, "wait for the page"))
+    gateway = start_gateway(tmp_path)
+    steps: list[float] = []
+
+    async def run_then_cancel() -> None:
+        async def on_progress(done: float, total: float | None, message: str | None) -> None:
+            steps.append(done)
+
+        task = f"Open {site.url('/vault')} and wait."
+        async with Client(gateway.url, mode="legacy") as client, anyio.create_task_group() as group:
+            group.start_soon(
+                lambda: client.call_tool(
+                    "browser_use", {"task": task, "max_steps": 30}, progress_callback=on_progress
+                )
+            )
+            with anyio.fail_after(240):
+                while len(steps) < 2:
+                    await anyio.sleep(0.1)
+            group.cancel_scope.cancel()
+
+    try:
+        anyio.run(run_then_cancel)
+        assert len(steps) >= 2 and steps == sorted(set(steps))  # one notification a step
+        deadline = time.monotonic() + 60
+        while [pid for pid in gateway.server_pids() if "chrom" in _name(pid)] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [pid for pid in gateway.server_pids() if "chrom" in _name(pid)], (
+            "Chromium outlived the call"
+        )
+        assert "browser_use" in texts(gateway.call("get_browser_capabilities"))
+    finally:
+        gateway.stop()

@@ -22,9 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import anyio
 import psutil
 from gaia_kit import KitServer, Session, ToolFailure, run, session_of, stdout_to_stderr
+from gaia_kit.calls import current_call
 from gaia_kit.chromium import chromium_args, chromium_path, headless
+from gaia_kit.hints import hints
 from gaia_kit.llm import LLMConfig, configured, llm_status, model_line
 from gaia_kit.paths import free_path
 from gaia_kit.quota import QuotaExceeded, place, scratch
@@ -88,7 +91,9 @@ def limits() -> Limits:
         ) from None
 
 
-@server.tool()
+@server.tool(
+    annotations=hints("Browser agent", read_only=False, destructive=True, idempotent=False, open_world=True)
+)
 async def browser_use(
     task: Annotated[str, Field(description="The task to perform using the browser automation agent")],
     ctx: Context,
@@ -118,7 +123,7 @@ async def browser_use(
     return _render(report, extract_format)
 
 
-@server.tool()
+@server.tool(annotations=hints("Browser agent capabilities", read_only=True, open_world=False))
 async def get_browser_capabilities() -> str:
     """
     Get information about browser automation capabilities and configuration.
@@ -197,16 +202,26 @@ async def _run_agent(task: str, steps: int, config: LLMConfig, session: Session,
             file_system_path=str(profile / "agent-files"),
             llm_timeout=int(config.timeout_s),
         )
+        call = current_call()
+
+        async def step_done(agent: Any) -> None:
+            taken = len(agent.history.history)
+            call.progress(taken, steps, f"step {taken} of at most {steps}")
+
         with stdout_to_stderr():
             try:
-                await asyncio.wait_for(agent.run(max_steps=steps), timeout=bounds.task_timeout)
+                await asyncio.wait_for(
+                    agent.run(max_steps=steps, on_step_end=step_done), timeout=bounds.task_timeout
+                )
             except TimeoutError:
                 note = (
                     f"The browser agent stopped at its {bounds.task_timeout:.0f} s deadline "
                     "(BROWSERUSE_TASK_TIMEOUT); what it found so far is below."
                 )
             finally:
-                await _close(browser, user_data_dir)
+                # Shielded: a cancelled call (the client cancelled or left) must still stop Chromium.
+                with anyio.CancelScope(shield=True):
+                    await _close(browser, user_data_dir)
                 downloads = await asyncio.to_thread(_keep_downloads, landing, session)
     if note is None and _model_never_answered(agent.history):
         first = next(e for e in agent.history.errors() if e)

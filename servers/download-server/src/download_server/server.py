@@ -8,7 +8,6 @@ DOWNLOAD_MAX_BYTES caps the size, DOWNLOAD_MAX_TIMEOUT_S the time a call may ask
 
 from __future__ import annotations
 
-import json
 import mimetypes
 import re
 import unicodedata
@@ -19,11 +18,14 @@ from urllib.parse import unquote
 import httpx
 from gaia_kit import KitServer, PathGuard, ToolFailure, run, run_blocking, session_of
 from gaia_kit.args import OutputFormat
+from gaia_kit.hints import hints
 from gaia_kit.http import HttpResponse, TooLarge, shared_http
 from gaia_kit.output import formatted
 from gaia_kit.quota import place, room_for, staged
+from gaia_kit.results import json_result, with_data
 from mcp.server.mcpserver import Context
-from pydantic import Field
+from mcp_types import CallToolResult
+from pydantic import BaseModel, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .sniff import same_kind, sniff_type
@@ -49,7 +51,28 @@ class DownloadSettings(BaseSettings):
     max_timeout_s: int = 600
 
 
-@server.tool()
+class Downloaded(BaseModel):
+    success: bool
+    url: str
+    final_url: str
+    bytes: int
+    content_type: str
+    server_content_type: str | None
+    notes: list[str]
+    saved_to: str
+
+
+@server.tool(
+    annotations=hints(
+        # overwrite=true replaces an existing file; the same call saves the same file again
+        "Download file",
+        read_only=False,
+        destructive=True,
+        idempotent=True,
+        open_world=True,
+    ),
+    output=Downloaded,
+)
 async def download_file(
     url: Annotated[str, Field(description="HTTP/HTTPS URL of the file to download")],
     output_file_path: Annotated[
@@ -65,7 +88,7 @@ async def download_file(
     ] = False,
     timeout: Annotated[int, Field(ge=1, description="Download timeout in seconds (default: 60)")] = 60,
     output_format: OutputFormat = "markdown",
-) -> str:
+) -> CallToolResult:
     """Download a file from a URL into the session workspace.
 
     The file name is made safe, the size is capped (see get_download_capabilities) and so is the
@@ -96,11 +119,14 @@ async def download_file(
     report = {"url": url, **report, "saved_to": paths.display(target)}
     if timeout > seconds:
         report["notes"].append(f"timeout {timeout} s was lowered to {seconds} s (DOWNLOAD_MAX_TIMEOUT_S).")
-    return formatted({"success": True, **report}, output_format, _report_md)
+    report = {"success": True, **report}
+    return with_data(formatted(report, output_format, _report_md), report)
 
 
-@server.tool()
-def get_download_capabilities() -> str:
+@server.tool(
+    annotations=hints("Download capabilities", read_only=True, open_world=False), output=dict[str, Any]
+)
+def get_download_capabilities() -> CallToolResult:
     """Get information about download service capabilities and configuration."""
     settings = DownloadSettings()
     info = {
@@ -117,7 +143,7 @@ def get_download_capabilities() -> str:
         "cache": "downloads up to GAIA_HTTP_CACHE_MAX_FILE_BYTES are recorded for offline replay",
         "output_formats": ["markdown", "json", "text"],
     }
-    return json.dumps(info, indent=2)
+    return json_result(info)
 
 
 # --- where the file goes --------------------------------------------------------------------------

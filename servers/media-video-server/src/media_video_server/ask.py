@@ -17,6 +17,7 @@ from pathlib import Path
 
 import anyio
 from gaia_kit import PathGuard, ToolFailure, run_blocking
+from gaia_kit.calls import current_call, quiet
 from gaia_kit.images import data_url, image_part
 from gaia_kit.llm import chat, configured
 from gaia_kit.media import MediaFile, clock
@@ -178,7 +179,11 @@ async def respond(
     if not question.strip():
         raise ToolFailure("The question is empty; say what to find out about the video.")
     config = configured(PREFIX)  # before the costly part: no model, no frames
-    evidence = await gather(guard, source, span[0], span[1], sample_rate, workers)
+    call = current_call()
+    call.progress(0, 2, "sampling frames and transcribing the audio")
+    with quiet():  # the transcription inside counts seconds of its own
+        evidence = await gather(guard, source, span[0], span[1], sample_rate, workers)
+    call.progress(1, 2, f"asking the vision model about {len(evidence.times)} frames")
     reply = await answer(evidence, question)
     if output_format == "json":
         body = {
