@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gaia_kit.quota import QUOTA_DIR
 from gaia_train import dataset as ds
 from gaia_train.cli import main
 from gaia_train.demo_data import DEMO_TASKS, write_demo_snapshot
@@ -94,10 +93,7 @@ def test_eval_against_the_real_gateway(demo: Path, gateway: RunningGateway, tmp_
     # The episode's session is gone from the gateway and its workspace removed.
     assert "session ended, workspace removed" in gateway.log()
     assert gateway.status()["sessions"] == 0
-    assert [p.name for p in gateway.workspace_root.iterdir()] == [
-        QUOTA_DIR
-    ]  # the quotas' locks, no workspace
-    assert list((gateway.workspace_root / QUOTA_DIR / "locks").iterdir()) == []
+    assert gateway.session_workspaces() == []
     summary = json.loads((tmp_path / "eval" / "summary.json").read_text())
     assert summary["pass_at_1"] == 1.0 and (tmp_path / "eval" / "summary.png").exists()
 

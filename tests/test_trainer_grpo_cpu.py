@@ -153,7 +153,7 @@ def test_trl_grpo_steps_through_the_real_gateway(demo: Path, gateway: RunningGat
     assert len(set(ended)) == len(ended)
     assert len(rows) ** 2 + len(served) <= len(ended) <= len(rows) ** 2 + len(episodes)
     assert gateway.status()["sessions"] == 0
-    assert list(gateway.workspace_root.iterdir()) == []
+    assert gateway.session_workspaces() == []
 
     # The tool output in the tapes is the real server's output for the episode's attachment.
     expected = anyio.run(server_outputs, rows, mcp)
