@@ -1,8 +1,14 @@
 """The MCP front on /mcp: full sessions for MCP clients, plain JSON for one bare POST.
 
-One low-level SDK `Server` answers both ways. Each request picks a session manager:
-a session id or an `initialize` goes to the stateful manager; anything else (curl,
-2026-style clients) goes to the stateless JSON manager, with the body replayed.
+One low-level SDK `Server` answers every way. Each request picks a session manager:
+a session id or an `initialize` goes to a stateful manager; anything else (curl,
+2026-style clients) goes to a stateless one, with the body replayed.
+
+Streaming or JSON: a client that lists `text/event-stream` in its Accept header gets SSE
+responses, which carry a call's progress notifications before its result; every other client
+(curl's `*/*`, `application/json`, no Accept at all) gets one JSON body per request, which has no
+room for them. So there are two managers of each kind, and a session stays with the one that
+opened it.
 """
 
 from __future__ import annotations
@@ -13,11 +19,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import mcp.types as types
+from gaia_kit.calls import Call
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, INVALID_REQUEST
+from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
@@ -27,6 +34,10 @@ from .bare import BareRequests
 from .gateway import Gateway, InvalidArguments, SelectionError, UnknownTool
 from .process import RemoteError
 from .selection import CLIENT_SESSION_HEADER, SESSION_HEADER, requested_servers, session_key
+
+# The SDK's JSON parser (pydantic-core) stops at this depth; Python's json module at about 1,000,
+# by raising RecursionError. One limit for every path keeps the answer the same: -32700.
+MAX_JSON_DEPTH = 200
 
 
 def build_server(gateway: Gateway) -> Server[Any]:
@@ -52,12 +63,18 @@ def build_server(gateway: Gateway) -> Server[Any]:
         chosen = selection(ctx)
         meta = dict(params.meta or {}) if params.meta else None
         key = session_key(ctx.request.scope, meta) if ctx.request is not None else None
+        # The client's progress token stays here; the server gets one of the gateway's own.
+        relay = Call(params.name, report=ctx.session.report_progress) if _progress_token(meta) else None
         try:
-            result = await gateway.call_tool(params.name, params.arguments, chosen, key)
+            result = await gateway.call_tool(
+                params.name, params.arguments, chosen, key, relay.progress if relay else None
+            )
         except (UnknownTool, InvalidArguments) as exc:
             raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
         except RemoteError as exc:
             raise MCPError(code=exc.code, message=exc.message, data=exc.data) from None
+        if relay is not None:
+            await relay.drain()  # every progress notification before the result
         return types.CallToolResult.model_validate(result)
 
     def input_schema(name: str) -> dict[str, Any] | None:
@@ -85,39 +102,49 @@ class MCPEndpoint:
         self.gateway = gateway
         self.max_body = max_body
         server = build_server(gateway)
+        common: dict[str, Any] = {"security_settings": security, "max_request_body_size": max_body}
         self.stateful = StreamableHTTPSessionManager(
-            server,
-            json_response=True,
-            security_settings=security,
-            max_request_body_size=max_body,
-            session_idle_timeout=session_ttl,
+            server, json_response=True, session_idle_timeout=session_ttl, **common
         )
-        self.stateless = StreamableHTTPSessionManager(
-            server,
-            json_response=True,
-            stateless=True,
-            security_settings=security,
-            max_request_body_size=max_body,
+        self.streaming = StreamableHTTPSessionManager(
+            server, json_response=False, session_idle_timeout=session_ttl, **common
+        )
+        self.stateless = StreamableHTTPSessionManager(server, json_response=True, stateless=True, **common)
+        # SSE only once the call sends a notification (the 2026 path), else the same JSON answer.
+        self.stateless_streaming = StreamableHTTPSessionManager(
+            server, json_response=False, stateless=True, **common
         )
         self.bare = BareRequests(gateway, security)
 
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
-        async with self.stateful.run(), self.stateless.run():
+        async with (
+            self.stateful.run(),
+            self.streaming.run(),
+            self.stateless.run(),
+            self.stateless_streaming.run(),
+        ):
             yield
 
+    def _session_manager(self, session_id: str) -> StreamableHTTPSessionManager:
+        # The SDK (2.3) keeps each manager's open sessions in `_server_instances`; ids are uuid4.
+        return self.streaming if session_id in self.streaming._server_instances else self.stateful
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scope = _any_type_without_accept(scope)
         headers = Headers(scope=scope)
         method = scope["method"]
         session_id = headers.get(SESSION_HEADER)
         version = headers.get("mcp-protocol-version")
+        streams = _lists_event_stream(headers)
         if session_id:
-            await self.stateful.handle_request(scope, receive, send)
+            await self._session_manager(session_id).handle_request(scope, receive, send)
             if method == "DELETE":
                 await self.gateway.end_session(session_id)
             return
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
-            await self.stateless.handle_request(scope, receive, send)
+            manager = self.stateless_streaming if streams else self.stateless
+            await manager.handle_request(scope, receive, send)
             return
         if method == "DELETE" and headers.get(CLIENT_SESSION_HEADER):
             ended = await self.gateway.end_session(headers[CLIENT_SESSION_HEADER])
@@ -132,10 +159,18 @@ class MCPEndpoint:
                 scope, receive, send
             )
             return
-        if _is_initialize(body):
-            await self.stateful.handle_request(scope, _replay(body, receive), send)
+        if _nests_too_deep(body):
+            message = f"Parse error: the JSON nests more than {MAX_JSON_DEPTH} levels deep."
+            await _jsonrpc_error(400, PARSE_ERROR, message)(scope, receive, send)
             return
-        fast = await self.bare.answer(body, scope)
+        if _is_initialize(body):
+            manager = self.streaming if streams else self.stateful
+            await manager.handle_request(scope, _replay(body, receive), send)
+            return
+        if streams and b"progressToken" in body:  # progress needs an SSE answer: the SDK writes it
+            await self.stateless_streaming.handle_request(scope, _replay(body, receive), send)
+            return
+        fast = await self.bare.answer(body, scope, receive)
         if fast is not None:
             await fast(scope, receive, send)
             return
@@ -159,6 +194,27 @@ async def _read_body(receive: Receive, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
+def _any_type_without_accept(scope: Scope) -> Scope:
+    """RFC 9110: a request without Accept accepts any type; answer it as curl's `*/*` is answered."""
+    if any(name == b"accept" for name, _ in scope["headers"]):
+        return scope
+    return {**scope, "headers": [*scope["headers"], (b"accept", b"*/*")]}
+
+
+def _lists_event_stream(headers: Headers) -> bool:
+    """Whether the client names text/event-stream itself (a wildcard is not a wish for SSE)."""
+    return any(
+        part.split(";")[0].strip().lower() == "text/event-stream"
+        for part in headers.get("accept", "").split(",")
+    )
+
+
+def _progress_token(meta: dict[str, Any] | None) -> Any:
+    if not meta:
+        return None
+    return meta.get("progressToken", meta.get("progress_token"))
+
+
 def _replay(body: bytes, receive: Receive) -> Receive:
     sent = False
 
@@ -170,6 +226,25 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         return await receive()
 
     return replay
+
+
+def _nests_too_deep(body: bytes) -> bool:
+    if body.count(b"[") + body.count(b"{") <= MAX_JSON_DEPTH:
+        return False
+    try:
+        value = json.loads(body)
+    except RecursionError:
+        return True
+    except ValueError:
+        return False  # not JSON at all: the SDK answers -32700
+    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, dict | list) else []
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
 
 
 def _is_initialize(body: bytes) -> bool:

@@ -19,9 +19,9 @@ from jsonschema.exceptions import SchemaError, ValidationError
 from . import catalog
 from .metrics import Metrics
 from .pool import PoolError, ServerPool
-from .process import RemoteError
+from .process import Progress, RemoteError
 from .registry import ServerSpec
-from .sessions import SessionStore
+from .sessions import SessionLimits, SessionRefused, SessionStore
 
 logger = logging.getLogger("gaia_env.gateway")
 
@@ -49,6 +49,7 @@ class GatewayConfig:
     dataset_dir: Path
     session_ttl: float = 1800.0
     startup_timeout: float = 90.0
+    session_limits: SessionLimits = SessionLimits()
 
 
 class Gateway:
@@ -61,7 +62,17 @@ class Gateway:
             sid: ServerPool(spec, {**env, **spec.env}, on_restart=self._count_restart)
             for sid, spec in specs.items()
         }
-        self.sessions = SessionStore(config.workspace_root, config.session_ttl, on_end=self._forget_session)
+        self.sessions = SessionStore(
+            config.workspace_root,
+            config.session_ttl,
+            on_end=self._forget_session,
+            limits=config.session_limits,
+            on_refuse=lambda reason: self.metrics.sessions_refused.labels(reason).inc(),
+        )
+        limits = config.session_limits
+        self.metrics.watch_sessions(
+            self.sessions.__len__, self.sessions.free_disk_bytes, limits.max_sessions, limits.min_free_disk_mb
+        )
         self.started_at = time.time()
         self._listings: dict[
             tuple[str, ...], tuple[tuple[int, ...], list[dict[str, Any]], dict[str, catalog.ToolRoute]]
@@ -92,6 +103,7 @@ class Gateway:
             "ready": self.ready,
             "uptime_s": round(time.time() - self.started_at, 1),
             "sessions": len(self.sessions),
+            "session_limits": self.sessions.describe(),
             "servers": {sid: pool.describe() for sid, pool in self.pools.items()},
         }
 
@@ -172,9 +184,17 @@ class Gateway:
     # -- calls ---------------------------------------------------------------------------------
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any] | None, selection: tuple[str, ...], session_key: str | None
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        selection: tuple[str, ...],
+        session_key: str | None,
+        on_progress: Progress | None = None,
     ) -> dict[str, Any]:
-        """Run one tool call; tool and pool failures come back as an isError result."""
+        """Run one tool call; tool and pool failures come back as an isError result.
+
+        `on_progress` receives the server's progress notifications; cancelling the awaiting task
+        cancels the call in the server (notifications/cancelled)."""
         route = self.route(name, selection)
         arguments = arguments or {}
         self.validate(route, arguments)
@@ -186,22 +206,24 @@ class Gateway:
             async with self.sessions.use(session_key) as session:
                 meta = {SESSION_ID_KEY: session.key, WORKSPACE_KEY: str(session.workspace)}
                 params = {"name": route.tool, "arguments": arguments, "_meta": meta}
-                result = await pool.call("tools/call", params, session_key)
+                result = await pool.call("tools/call", params, session_key, on_progress)
             if result.get("isError"):
                 outcome = "tool_error"
             return result
-        except PoolError as exc:
+        except (PoolError, SessionRefused) as exc:
             outcome = "gateway_error"
             return {"content": [{"type": "text", "text": str(exc)}], "isError": True}
         except RemoteError:
             outcome = "gateway_error"
+            raise
+        except asyncio.CancelledError:  # the client cancelled or went away; the server was told
+            outcome = "cancelled"
             raise
         finally:
             elapsed = time.perf_counter() - started
             self.metrics.in_flight.labels(route.server).dec()
             self.metrics.calls.labels(route.server, route.tool, outcome).inc()
             self.metrics.latency.labels(route.server, route.tool).observe(elapsed)
-            self.metrics.sessions.set(len(self.sessions))
             logger.info(
                 "tool call",
                 extra={
@@ -233,9 +255,9 @@ def _server_env(config: GatewayConfig) -> dict[str, str]:
 
 
 def _describe_invalid(tool: str, error: ValidationError) -> str:
-    where = ".".join(str(p) for p in error.absolute_path)
-    if error.validator == "required":
-        return f"Invalid arguments for {tool}: {error.message}."
-    if error.validator == "additionalProperties":
-        return f"Invalid arguments for {tool}: {error.message}."
-    return f"Invalid arguments for {tool}: '{where or 'arguments'}': {error.message}."
+    where = ".".join(str(p) for p in error.absolute_path)[:200]
+    # jsonschema quotes the offending value whole: a megabyte string must not come back whole.
+    message = error.message if len(error.message) <= 500 else error.message[:500] + "…"
+    if error.validator in ("required", "additionalProperties"):
+        return f"Invalid arguments for {tool}: {message}."
+    return f"Invalid arguments for {tool}: '{where or 'arguments'}': {message}."

@@ -12,7 +12,7 @@ from typing import Any
 
 from gaia_kit.session import SESSION_ENDED
 
-from .process import CallTimeout, RemoteError, ServerGone, ServerProcess
+from .process import CallTimeout, Progress, RemoteError, ServerGone, ServerProcess
 from .registry import ServerSpec
 
 logger = logging.getLogger("gaia_env.pool")
@@ -152,7 +152,9 @@ class ServerPool:
 
     # -- calls ---------------------------------------------------------------------------------
 
-    async def call(self, method: str, params: dict[str, Any], session: str | None) -> dict[str, Any]:
+    async def call(
+        self, method: str, params: dict[str, Any], session: str | None, on_progress: Progress | None = None
+    ) -> dict[str, Any]:
         """Forward one request to the right replica, within the server's timeout."""
         deadline = time.monotonic() + self.spec.timeout
         replica = await self._acquire(session, deadline)
@@ -160,7 +162,7 @@ class ServerPool:
         assert process is not None
         try:
             remaining = max(0.001, deadline - time.monotonic())
-            return await process.request(method, params, remaining)
+            return await process.request(method, params, remaining, on_progress)
         except ServerGone as exc:
             raise PoolError(
                 f"Server {self.spec.id} stopped during the call ({exc}); it is being restarted, retry shortly."

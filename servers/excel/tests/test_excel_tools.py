@@ -1,6 +1,7 @@
 """Every tool through the MCP protocol, on workbooks the tests build with openpyxl."""
 
 import json
+import secrets
 
 import pytest
 from excel_server.server import server
@@ -162,6 +163,19 @@ async def test_validation_rules_are_reported(call, env):
     assert "no data validation" in ok(
         await call("get_data_validation_info", filepath="plain.xlsx", sheet_name="Sales")
     )
+
+
+async def test_saves_stop_at_the_workspace_quota(call, env, workspace_quota):
+    workspace_quota(1)
+    ok(await call("create_workbook", filepath="q.xlsx"))
+    rows = [
+        [secrets.token_urlsafe(60) for _ in range(10)] for _ in range(3000)
+    ]  # about 1.8 MB, incompressible
+    message = failed(await call("write_data_to_excel", filepath="q.xlsx", sheet_name="Sheet", data=rows))
+    assert "Saving q.xlsx would take the session workspace past its quota" in message, message
+    assert "GAIA_WORKSPACE_MAX_MB" in message and "rm -r" in message
+    assert load_workbook(env.workspace / "q.xlsx")["Sheet"].max_row == 1  # the old file is intact
+    ok(await call("write_data_to_excel", filepath="q.xlsx", sheet_name="Sheet", data=rows[:50]))
 
 
 async def test_workbook_and_sheet_management(call, env):

@@ -7,13 +7,12 @@ after resolving symlinks, so neither `..` chains nor links can leave the roots.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from .errors import ToolFailure
+from .quota import place, staged
 
 MAX_PATH_CHARS = 4096
 MAX_NAME_BYTES = 255
@@ -124,19 +123,21 @@ def regular_file(path: Path, raw: str) -> Path:
     raise ToolFailure(f"{raw} is {kind}; only regular files can be read.")
 
 
+def free_path(folder: Path, name: str) -> Path:
+    """`folder/name`, or `folder/name-1`, `-2`, ... : the first that does not exist yet."""
+    target = folder / name
+    stem, suffix, number = target.stem, target.suffix, 1
+    while os.path.lexists(target):
+        target, number = folder / f"{stem}-{number}{suffix}", number + 1
+    return target
+
+
 def atomic_write(path: Path, data: bytes | str, encoding: str = "utf-8") -> None:
-    """Write via a temp file and rename, so a crash never leaves a half-written file."""
+    """Write via a temp file and rename, so a crash never leaves a half-written file.
+
+    In a session workspace the file enters only within the session's disk quota (gaia_kit.quota).
+    """
     payload = data.encode(encoding) if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:100]}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        else:
-            os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    with staged(path) as temporary:
+        temporary.write_bytes(payload)
+        place(temporary, path)
