@@ -134,7 +134,11 @@ def launch(
         token,
     )
     if wait_ready:
-        wait_until_ready(gateway)
+        try:
+            wait_until_ready(gateway)
+        except RuntimeError:
+            gateway.stop()  # a gateway that never got ready must not outlive the test with its servers
+            raise
     return gateway
 
 
