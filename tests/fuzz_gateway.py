@@ -225,8 +225,8 @@ class Front:
     headers: dict[str, str]
 
 
-def open_mcp_session(gateway: RunningGateway, accept: str = ACCEPT) -> Front:
-    """A session: a streaming one (answers as SSE) for an Accept that lists text/event-stream, else JSON."""
+def open_mcp_session(gateway: RunningGateway, name: str, accept: str) -> Front:
+    """An MCP session: SSE answers when `accept` lists text/event-stream, JSON ones otherwise."""
     body = {
         "jsonrpc": "2.0",
         "id": 0,
@@ -240,21 +240,13 @@ def open_mcp_session(gateway: RunningGateway, accept: str = ACCEPT) -> Front:
     reply = httpx.post(gateway.url, json=body, headers={"Accept": accept}, timeout=30)
     reply.raise_for_status()
     headers = {
-        "Accept": accept,
         "mcp-session-id": reply.headers["mcp-session-id"],
         "mcp-protocol-version": answer_of(reply)["result"]["protocolVersion"],
+        "Accept": accept,
     }
     done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
     httpx.post(gateway.url, json=done, headers=headers, timeout=30)
-    return Front("mcp-session" if "event-stream" in accept else "mcp-json-session", headers)
-
-
-def answer_of(response: httpx.Response) -> Any:
-    """The JSON-RPC answer of a response: its JSON body, or the last message of its SSE stream."""
-    if not response.headers.get("content-type", "").startswith("text/event-stream"):
-        return response.json()
-    data = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
-    return json.loads([d for d in data if d][-1])
+    return Front(name, headers)
 
 
 def fronts(gateway: RunningGateway) -> list[Front]:
@@ -262,8 +254,8 @@ def fronts(gateway: RunningGateway) -> list[Front]:
         Front("bare", {}),
         Front("bare-keyed", {"X-Session-Id": SESSION_IDS[0]}),
         Front("bare-keyed-2", {"X-Session-Id": SESSION_IDS[1]}),
-        open_mcp_session(gateway),
-        open_mcp_session(gateway, "application/json"),
+        open_mcp_session(gateway, "mcp-session-json", "application/json"),
+        open_mcp_session(gateway, "mcp-session-sse", ACCEPT),
     ]
 
 
@@ -284,10 +276,7 @@ def check_answer(response: httpx.Response, sent: bytes, *, tool_call: bool = Fal
     if response.status_code == 202:
         assert not response.content.strip(), where
         return
-    try:
-        answer = answer_of(response)
-    except (ValueError, IndexError):
-        raise AssertionError(f"not JSON: {where}") from None
+    answer = answer_of(response, where)
     assert isinstance(answer, dict) and answer.get("jsonrpc") == "2.0", where
     assert ("result" in answer) != ("error" in answer), where
     if "error" in answer:
@@ -305,6 +294,28 @@ def check_answer(response: httpx.Response, sent: bytes, *, tool_call: bool = Fal
         if result.get("isError"):
             text = " ".join(c.get("text", "") for c in content if c.get("type") == "text")
             assert text.strip() and not TRACEBACK.search(text), where
+
+
+def answer_of(response: httpx.Response, where: str = "") -> Any:
+    """The JSON-RPC response in a plain JSON body, or the one response among an SSE stream's events
+    (progress notifications may come before it)."""
+    if not response.headers.get("content-type", "").startswith("text/event-stream"):
+        try:
+            return response.json()
+        except ValueError:
+            raise AssertionError(f"not JSON: {where}") from None
+    events = []
+    for line in response.text.splitlines():
+        if line.startswith("data:") and line[5:].strip():
+            try:
+                events.append(json.loads(line[5:]))
+            except ValueError:
+                raise AssertionError(f"an SSE event that is not JSON: {where}") from None
+    answers = [e for e in events if isinstance(e, dict) and ("result" in e or "error" in e)]
+    others = [e for e in events if e not in answers]
+    assert len(answers) == 1, f"{len(answers)} responses in one stream: {where}"
+    assert all(isinstance(e, dict) and isinstance(e.get("method"), str) for e in others), where
+    return answers[0]
 
 
 @dataclass

@@ -43,6 +43,6 @@ def test_committed_answer_sizes_are_current(bench):
 
 def test_the_rows_layout_is_the_compact_one():
     sizes = {(r["tool"], r["input"]): r["chars"] for r in answer_sizes.load()}
-    cells = sizes[("read_data_from_excel", "100 rows x 8 columns (layout cells)")]
-    rows = sizes[("read_data_from_excel", "100 rows x 8 columns (layout rows)")]
+    cells = sizes[("read_data_from_excel", "50 rows x 8 columns (layout cells)")]
+    rows = sizes[("read_data_from_excel", "50 rows x 8 columns (layout rows)")]
     assert rows * 4 < cells

@@ -93,7 +93,7 @@ def test_eval_against_the_real_gateway(demo: Path, gateway: RunningGateway, tmp_
     # The episode's session is gone from the gateway and its workspace removed.
     assert "session ended, workspace removed" in gateway.log()
     assert gateway.status()["sessions"] == 0
-    assert list(gateway.workspace_root.iterdir()) == []
+    assert gateway.session_workspaces() == []
     summary = json.loads((tmp_path / "eval" / "summary.json").read_text())
     assert summary["pass_at_1"] == 1.0 and (tmp_path / "eval" / "summary.png").exists()
 

@@ -149,7 +149,7 @@ async def test_a_cancelled_call_stops_its_worker_thread(tmp_path: Path) -> None:
 
 
 def test_replay_follows_the_calling_tools_hints() -> None:
-    assert replay_allowed("GET") and replay_allowed("POST")  # outside a call: the caller's cache= decides
+    assert replay_allowed("GET") and not replay_allowed("POST")  # outside a call: the method decides
     cases = [
         (hints("Read", read_only=True, open_world=True), (True, True)),
         (

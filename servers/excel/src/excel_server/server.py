@@ -37,6 +37,7 @@ FilePath = Annotated[
 SheetName = Annotated[str, Field(description="Name of the worksheet")]
 CellAddress = Annotated[str, Field(description="Cell address such as A1")]
 MAX_SHOWN = 20
+WARM_AFTER_S = 20.0
 
 
 def changes(title: str, *, destructive: bool, idempotent: bool) -> ToolAnnotations:
@@ -650,6 +651,9 @@ def _rows_or_columns(
 
 def main() -> None:
     # The formula engine takes a second or more to import (numpy, scipy): do it while idle, so the
-    # first formula without a cached value does not wait for it.
-    threading.Thread(target=engine.warm, name="formula-engine-import", daemon=True).start()
+    # first formula without a cached value does not wait for it; later than start-up, when a
+    # gateway is starting every server at once.
+    warm = threading.Timer(WARM_AFTER_S, engine.warm)
+    warm.daemon = True
+    warm.start()
     run(server)

@@ -123,13 +123,13 @@ def replay_allowed(method: str) -> bool:
     nothing. So: a read-only, idempotent tool's requests may be replayed whatever their method (a
     search API queried by POST); an idempotent tool that changes only its own output (download_file
     writing into the workspace, which replay redoes) may replay its safe GET/HEAD requests; a tool
-    that is not idempotent (or says nothing) never is. Outside a tool call (the CLI, a script)
-    nothing forbids it: the caller's own `cache=` choice stands (GETs by default).
+    that is not idempotent (or says nothing) never is. Outside a tool call (the CLI, a script) the
+    method alone decides: GET and HEAD.
     """
     call = _current.get()
-    if call is None:
-        return True
     safe = method.upper() in SAFE_METHODS
+    if call is None:
+        return safe
     hints = call.hints
     if hints is None or not hints.idempotent_hint:
         return False
