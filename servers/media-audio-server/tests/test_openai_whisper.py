@@ -60,6 +60,7 @@ async def test_a_checkpoint_on_disk_transcribes_in_chunks(call, kit_env, speech,
     assert "Engine: local openai-whisper, checkpoint tiny.en.pt" in out
     times = [float(m) for m in re.findall(r"\[00:(\d\d\.\d\d) - ", out)]
     assert times == sorted(times)
+    assert times and max(times) <= 3.0  # noise stamped past a 1.5 s chunk stays inside it
     assert transcribe.status() == {
         "backend": "local openai-whisper", "missing": [], "notes": [f"checkpoint {openai_whisper / 'tiny.en.pt'}"],
     }  # fmt: skip

@@ -157,6 +157,15 @@ def _local(audio: media.Audio, duration: float, language: str | None, model_size
     return _by_chunks(audio, duration, chunk, f"local faster-whisper, model {label}")
 
 
+def _placed(start: float, length: float, begin: float, end: float, text: str) -> Segment:
+    """A segment of the chunk at `start`, kept inside it.
+
+    Whisper pads every window to 30 s, so a confused model (or endpoint) can stamp a segment past the
+    end of a short chunk; unclamped, it would land after the next chunk's segments."""
+    begin = min(max(begin, 0.0), length)
+    return Segment(start + begin, start + min(max(end, begin), length), text)
+
+
 def _by_chunks(audio: media.Audio, duration: float, chunk, engine: str) -> Transcript:
     """Decode and transcribe chunk by chunk, one call at a time per process (a model uses every core).
 
@@ -174,8 +183,8 @@ def _by_chunks(audio: media.Audio, duration: float, chunk, engine: str) -> Trans
                 found, language = chunk(samples)
                 for begin, end, text in found:
                     call.check()
-                    segments.append(Segment(start + begin, start + end, text))
-                    call.progress(min(start + end, duration), duration, "seconds transcribed")
+                    segments.append(_placed(start, length, begin, end, text))
+                    call.progress(segments[-1].end, duration, "seconds transcribed")
             detected = detected or language
             call.progress(start + length, duration, "seconds transcribed")
     return Transcript(segments, detected, duration, engine)
@@ -270,9 +279,7 @@ async def _endpoint(audio: media.Audio, duration: float, language: str | None) -
             detected = detected or data.get("language")
             if data.get("segments"):
                 segments += [
-                    Segment(
-                        start + float(s.get("start", 0)), start + float(s.get("end", 0)), s.get("text", "")
-                    )
+                    _placed(start, length, float(s.get("start", 0)), float(s.get("end", 0)), s.get("text", ""))
                     for s in data["segments"]
                 ]
             else:
