@@ -17,53 +17,42 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, INVALID_REQUEST
+from mcp_types import INVALID_REQUEST
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
 
 from .bare import BareRequests
-from .gateway import Gateway, InvalidArguments, SelectionError, UnknownTool
-from .process import RemoteError
+from .errors import GatewayError
+from .gateway import Gateway
 from .selection import CLIENT_SESSION_HEADER, SESSION_HEADER, requested_servers, session_key
 
 
 def build_server(gateway: Gateway) -> Server[Any]:
-    listings: dict[tuple[str, ...], tuple[list[dict[str, Any]], types.ListToolsResult]] = {}
-
     def selection(ctx: Any) -> tuple[str, ...]:
         request = ctx.request
-        try:
-            return gateway.select(requested_servers(request.scope) if request is not None else None)
-        except SelectionError as exc:
-            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
+        return gateway.select(requested_servers(request.scope) if request is not None else None)
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        chosen = selection(ctx)
-        raw = gateway.list_tools(chosen)
-        cached = listings.get(chosen)
-        if cached is None or cached[0] is not raw:
-            cached = (raw, types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in raw]))
-            listings[chosen] = cached
-        return cached[1]
+        try:
+            return gateway.listing(selection(ctx)).result
+        except GatewayError as exc:
+            raise _sdk_error(exc) from None
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        chosen = selection(ctx)
         meta = dict(params.meta or {}) if params.meta else None
         key = session_key(ctx.request.scope, meta) if ctx.request is not None else None
         try:
-            result = await gateway.call_tool(params.name, params.arguments, chosen, key)
-        except (UnknownTool, InvalidArguments) as exc:
-            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
-        except RemoteError as exc:
-            raise MCPError(code=exc.code, message=exc.message, data=exc.data) from None
+            result = await gateway.call_tool(params.name, params.arguments, selection(ctx), key)
+        except GatewayError as exc:
+            raise _sdk_error(exc) from None
         return types.CallToolResult.model_validate(result)
 
     def input_schema(name: str) -> dict[str, Any] | None:
         try:
             return gateway.input_schema(gateway.route(name, tuple(gateway.pools)))
-        except UnknownTool:
+        except GatewayError:
             return None
 
     return Server(
@@ -76,21 +65,26 @@ def build_server(gateway: Gateway) -> Server[Any]:
     )
 
 
+def _sdk_error(exc: GatewayError) -> MCPError:
+    """The SDK's form of a gateway error: the same code, message and data the bare path sends."""
+    return MCPError(code=exc.code, message=exc.message, data=exc.data)
+
+
 class MCPEndpoint:
     """The ASGI endpoint for /mcp and /servers/<id>/mcp (a plain app: no Mount, no redirect)."""
 
-    def __init__(
-        self, gateway: Gateway, security: TransportSecuritySettings, max_body: int, session_ttl: float
-    ):
+    def __init__(self, gateway: Gateway, security: TransportSecuritySettings, max_body: int):
         self.gateway = gateway
         self.max_body = max_body
         server = build_server(gateway)
+        # No idle timeout of the SDK's own: the gateway's session store owns every session's lifetime
+        # and ends the transport with the workspace (end_transport).
         self.stateful = StreamableHTTPSessionManager(
             server,
             json_response=True,
             security_settings=security,
             max_request_body_size=max_body,
-            session_idle_timeout=session_ttl,
+            session_idle_timeout=None,
         )
         self.stateless = StreamableHTTPSessionManager(
             server,
@@ -100,6 +94,25 @@ class MCPEndpoint:
             max_request_body_size=max_body,
         )
         self.bare = BareRequests(gateway, security)
+        gateway.session_end_listeners.append(self.end_transport)
+
+    async def end_transport(self, session_id: str) -> None:
+        """End the SDK's transport of an MCP session the gateway ended (idle, or DELETE)."""
+        # The SDK offers no public way to end one session from outside; mcp is pinned (2.3.0).
+        transport = self.stateful._server_instances.get(session_id)
+        if transport is not None:
+            await self.stateful._discard_session(session_id, transport)
+
+    def _registering(self, send: Send) -> Send:
+        """Register the session an initialize opens, so the store's one TTL covers it from the start."""
+
+        async def register(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                if session_id := Headers(raw=message.get("headers", [])).get(SESSION_HEADER):
+                    self.gateway.sessions.touch(session_id)
+            await send(message)
+
+        return register
 
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
@@ -112,6 +125,8 @@ class MCPEndpoint:
         session_id = headers.get(SESSION_HEADER)
         version = headers.get("mcp-protocol-version")
         if session_id:
+            if session_id in self.stateful._server_instances:  # a live session: its use keeps it
+                self.gateway.sessions.touch(session_id)
             await self.stateful.handle_request(scope, receive, send)
             if method == "DELETE":
                 await self.gateway.end_session(session_id)
@@ -132,10 +147,11 @@ class MCPEndpoint:
                 scope, receive, send
             )
             return
-        if _is_initialize(body):
-            await self.stateful.handle_request(scope, _replay(body, receive), send)
+        message = _parse(body)
+        if _is_initialize(message):
+            await self.stateful.handle_request(scope, _replay(body, receive), self._registering(send))
             return
-        fast = await self.bare.answer(body, scope)
+        fast = await self.bare.answer(message, scope) if message is not _UNPARSED else None
         if fast is not None:
             await fast(scope, receive, send)
             return
@@ -172,13 +188,18 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
-def _is_initialize(body: bytes) -> bool:
-    if b'"initialize"' not in body:
-        return False
+_UNPARSED = object()
+
+
+def _parse(body: bytes) -> Any:
+    """The body's JSON, parsed once for every path that reads it; _UNPARSED when it is not JSON."""
     try:
-        message = json.loads(body)
+        return json.loads(body)
     except ValueError:
-        return False
+        return _UNPARSED  # the SDK answers it with -32700
+
+
+def _is_initialize(message: Any) -> bool:
     messages = message if isinstance(message, list) else [message]
     return any(isinstance(m, dict) and m.get("method") == "initialize" for m in messages)
 

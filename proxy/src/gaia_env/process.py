@@ -14,10 +14,14 @@ import json
 import logging
 import os
 import signal
+import time
 from collections.abc import Mapping
 from typing import Any
 
 import psutil
+
+from .errors import GatewayError
+from .logs import ServerLog
 
 logger = logging.getLogger("gaia_env.process")
 
@@ -33,12 +37,8 @@ class CallTimeout(Exception):
     pass
 
 
-class RemoteError(Exception):
-    def __init__(self, code: int, message: str, data: Any = None):
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
+class RemoteError(GatewayError):
+    """The server answered a request with a JSON-RPC error; it is passed on unchanged."""
 
 
 class ServerProcess:
@@ -49,6 +49,8 @@ class ServerProcess:
         self.proc: asyncio.subprocess.Process | None = None
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=50)
         self.exited = asyncio.Event()
+        self.last_heard = time.monotonic()
+        """When the server last wrote anything on stdout (a reply, a notification, a request)."""
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -147,6 +149,7 @@ class ServerProcess:
         assert self.proc is not None and self.proc.stdout is not None
         try:
             while line := await self.proc.stdout.readline():
+                self.last_heard = time.monotonic()
                 try:
                     message = json.loads(line)
                 except ValueError:
@@ -187,11 +190,9 @@ class ServerProcess:
 
     async def _read_stderr(self) -> None:
         assert self.proc is not None and self.proc.stderr is not None
+        relay = ServerLog(self.name, self.stderr_tail)
         with contextlib.suppress(ValueError, ConnectionError):
-            while line := await self.proc.stderr.readline():
-                text = line.decode("utf-8", "replace").rstrip()
-                self.stderr_tail.append(text)
-                logger.info("[%s] %s", self.name, text)
+            await relay.follow(self.proc.stderr)
 
     async def _on_exit(self) -> None:
         if self.proc is not None:

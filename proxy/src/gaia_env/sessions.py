@@ -1,4 +1,8 @@
-"""Sessions: one private workspace directory per session key, removed when the session ends."""
+"""Sessions: one private workspace directory per session key, removed when the session ends.
+
+The store owns every session's lifetime: one idle TTL, for the workspace, the MCP transport and the
+state servers keep. It remembers which servers a session called, so ending it tells only those.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ import logging
 import shutil
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,10 +26,15 @@ class SessionState:
     workspace: Path
     last_used: float = field(default_factory=time.monotonic)
     active_calls: int = 0
+    servers: set[str] = field(default_factory=set)
+    """The servers this session called: the ones told when it ends."""
+
+
+OnEnd = Callable[[SessionState], Awaitable[None]]
 
 
 class SessionStore:
-    def __init__(self, root: Path, idle_ttl: float, on_end: Callable[[str], None] | None = None):
+    def __init__(self, root: Path, idle_ttl: float, on_end: OnEnd | None = None):
         self.root = root
         self.idle_ttl = idle_ttl
         self._sessions: dict[str, SessionState] = {}
@@ -35,31 +44,32 @@ class SessionStore:
     def __len__(self) -> int:
         return len(self._sessions)
 
-    def workspace_for(self, key: str) -> SessionState:
+    def touch(self, key: str) -> SessionState:
+        """The session with this key, registered on first sight (its workspace is made on first use)."""
         state = self._sessions.get(key)
         if state is None:
             # Hash the client's key: it names a directory, and clients choose it.
             digest = hashlib.sha256(key.encode()).hexdigest()[:32]
             state = SessionState(key, self.root / f"s-{digest}")
-            state.workspace.mkdir(parents=True, exist_ok=True)
             self._sessions[key] = state
         state.last_used = time.monotonic()
         return state
 
     @contextlib.asynccontextmanager
-    async def use(self, key: str | None) -> AsyncIterator[SessionState]:
+    async def use(self, key: str | None, server: str) -> AsyncIterator[SessionState]:
         """A call's session; a call with no key gets a fresh workspace that is removed after it."""
         if key is None:
             state = SessionState(f"ephemeral-{uuid.uuid4().hex}", self.root / f"e-{uuid.uuid4().hex}")
+            state.servers.add(server)
             state.workspace.mkdir(parents=True)
             try:
                 yield state
             finally:
-                if self._on_end:
-                    self._on_end(state.key)
-                await asyncio.to_thread(shutil.rmtree, state.workspace, True)
+                await self._release(state)
             return
-        state = self.workspace_for(key)
+        state = self.touch(key)
+        state.servers.add(server)
+        state.workspace.mkdir(parents=True, exist_ok=True)
         state.active_calls += 1
         try:
             yield state
@@ -71,11 +81,16 @@ class SessionStore:
         state = self._sessions.pop(key, None)
         if state is None:
             return False
-        if self._on_end:
-            self._on_end(key)
-        await asyncio.to_thread(shutil.rmtree, state.workspace, True)
+        await self._release(state)
         logger.info("session ended, workspace removed: %s", state.workspace.name)
         return True
+
+    async def _release(self, state: SessionState) -> None:
+        try:
+            if self._on_end:
+                await self._on_end(state)
+        finally:
+            await asyncio.to_thread(shutil.rmtree, state.workspace, True)
 
     async def reap_idle(self) -> int:
         now = time.monotonic()

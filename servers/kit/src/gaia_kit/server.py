@@ -10,10 +10,12 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
 from mcp_types import NotificationParams
 
+from . import logs
+from .contract import SESSION_ENDED, SESSION_ID_KEY
 from .errors import describe_exception
-from .session import SESSION_ENDED
 
 logger = logging.getLogger("gaia_kit")
 
@@ -44,6 +46,16 @@ class KitServer(MCPServer):
             except Exception:
                 logger.exception("releasing session %s failed", params.session_id)
 
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        # Every log record written while the tool runs names the tool and the session.
+        tool_token = logs.tool.set(name)
+        session_token = logs.session.set(_session_id(context))
+        try:
+            return await super().call_tool(name, arguments, context)
+        finally:
+            logs.tool.reset(tool_token)
+            logs.session.reset(session_token)
+
     def add_tool(self, fn: Callable[..., Any], name: str | None = None, **kwargs: Any) -> None:
         # Text results only, unless a tool asks: structured output would send every result twice.
         kwargs["structured_output"] = kwargs.get("structured_output") or False
@@ -51,6 +63,14 @@ class KitServer(MCPServer):
         if kwargs.get("description") is None and fn.__doc__:
             kwargs["description"] = inspect.cleandoc(fn.__doc__)
         super().add_tool(_explained(fn, name or fn.__name__), name=name, **kwargs)
+
+
+def _session_id(context: Any) -> str | None:
+    try:
+        meta = context.request_context.meta if context is not None else None
+    except ValueError:  # a Context made outside a request
+        return None
+    return (meta or {}).get(SESSION_ID_KEY)
 
 
 def _explained(fn: Callable[..., Any], tool: str) -> Callable[..., Any]:
@@ -61,7 +81,7 @@ def _explained(fn: Callable[..., Any], tool: str) -> Callable[..., Any]:
         async def async_tool(*args: Any, **kwargs: Any) -> Any:
             try:
                 return await fn(*args, **kwargs)
-            except ToolError:
+            except (ToolError, MCPError):  # MCPError: a protocol answer (busy), not a failure
                 raise
             except Exception as exc:
                 raise ToolError(describe_exception(tool, exc)) from None
@@ -72,7 +92,7 @@ def _explained(fn: Callable[..., Any], tool: str) -> Callable[..., Any]:
     def sync_tool(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except ToolError:
+        except (ToolError, MCPError):
             raise
         except Exception as exc:
             raise ToolError(describe_exception(tool, exc)) from None
