@@ -542,7 +542,9 @@ def test_a_sessionless_call_tells_only_the_server_it_used(probe_gateway: Running
     for _ in range(3):
         assert not probe_gateway.call("probe-a__echo", {"text": "x"})["isError"]
     ephemeral = probe_gateway.call("probe-b__whoami")["content"][0]["text"].split()[0]
-    waited = probe_gateway.call("probe-b__wait_ended", {"session_id": ephemeral}, headers={"X-Session-Id": "w2"})
+    waited = probe_gateway.call(
+        "probe-b__wait_ended", {"session_id": ephemeral}, headers={"X-Session-Id": "w2"}
+    )
     assert waited["content"][0]["text"] == "told"
     new = ended_log.read_text().splitlines()[len(before) :]
     assert [line.split()[1] for line in new] == [ephemeral]

@@ -22,7 +22,11 @@ pytestmark = pytest.mark.anyio
 
 
 def params(tool: str, session: str = "s1", workspace: str = "/tmp", **arguments: object) -> dict:
-    return {"name": tool, "arguments": arguments, "_meta": {SESSION_ID_KEY: session, WORKSPACE_KEY: workspace}}
+    return {
+        "name": tool,
+        "arguments": arguments,
+        "_meta": {SESSION_ID_KEY: session, WORKSPACE_KEY: workspace},
+    }
 
 
 def text(result: dict) -> str:
@@ -113,7 +117,9 @@ async def test_a_saturated_replica_with_timed_out_calls_is_slow_not_dead(start_p
     workspace = str(kit_env.workspace)
     replica = pool.replicas[0]
     # Four threads burning CPU for 5 s hold the replica's GIL: every call times out, pings still pass.
-    burns = [pool.call("tools/call", params("spin", f"b{n}", workspace, seconds=5), f"b{n}") for n in range(4)]
+    burns = [
+        pool.call("tools/call", params("spin", f"b{n}", workspace, seconds=5), f"b{n}") for n in range(4)
+    ]
     outcomes = await asyncio.gather(*burns, return_exceptions=True)
     assert all(isinstance(o, PoolError) and "timed out after 1 s" in str(o) for o in outcomes), outcomes
     with pytest.raises(TimeoutError):  # through the rest of the burn, five times hung_after_s
@@ -145,7 +151,9 @@ async def test_queue_depth_adds_a_replica_and_quiet_retires_it(start_pool, kit_e
     monkeypatch.setattr(pool_module, "SCALE_DOWN_AFTER_S", 0.5)
     pool = await start_pool(replicas="auto", min_replicas=1, max_replicas=2, max_in_flight=1)
     workspace = str(kit_env.workspace)
-    naps = [pool.call("tools/call", params("nap", f"n{n}", workspace, seconds=1.5), f"n{n}") for n in range(3)]
+    naps = [
+        pool.call("tools/call", params("nap", f"n{n}", workspace, seconds=1.5), f"n{n}") for n in range(3)
+    ]
     load = asyncio.gather(*naps)
     await until(pool, lambda: sum(r.state == "ready" for r in pool.replicas) == 2)
     assert [text(r) for r in await load] == ["slept 1.5"] * 3

@@ -9,10 +9,10 @@ import sys
 
 import psutil
 import pytest
-from gateway_harness import PROBE
 from gaia_env.logs import ServerLog
 from gaia_env.process import CallTimeout, ServerGone, ServerProcess
 from gaia_kit.contract import SESSION_ID_KEY, WORKSPACE_KEY
+from gateway_harness import PROBE
 
 pytestmark = pytest.mark.anyio
 
@@ -89,7 +89,9 @@ async def test_a_timeout_cancels_the_call_and_the_server_goes_on(probe: ServerPr
 
 
 async def test_stop_ends_the_whole_process_tree(probe: ServerProcess) -> None:
-    child = psutil.Process(int((await probe.request("tools/call", call("spawn_child"), 10))["content"][0]["text"]))
+    child = psutil.Process(
+        int((await probe.request("tools/call", call("spawn_child"), 10))["content"][0]["text"])
+    )
     await probe.stop(grace=1)
     _, alive = psutil.wait_procs([child], timeout=5)
     assert not alive
