@@ -36,6 +36,10 @@ class KitSettings(BaseSettings):
     max_media_bytes: int = 20 * 1024 * 1024
     """Cap on an image or audio file returned inline as base64."""
 
+    gateway_sessions: bool = False
+    """Set by the gateway: it owns session lifetimes (one TTL) and says when each ends, so servers
+    keep no idle timers of their own."""
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> KitSettings:

@@ -136,8 +136,12 @@ async def report(session: BrowserSession, done: str, *, with_snapshot: bool = Tr
 async def _page_lines(tab: Tab) -> str:
     lines = [f"- Page URL: {tab.page.url}"]
     if tab.dialog is None and not tab.crashed:
-        with contextlib.suppress(PlaywrightError):
+        try:
             lines.append(f"- Page Title: {await asyncio.wait_for(tab.page.title(), timeout=5)}")
+        except TimeoutError:
+            lines.append("- Page Title: (the page did not say within 5 s; it may still be busy)")
+        except PlaywrightError:
+            pass
     return "### Page state\n" + "\n".join(lines)
 
 
