@@ -55,6 +55,15 @@ class Context:
         shutil.copyfile(self.book, target)
         return str(target)
 
+    def fresh(self, name: str, i: int) -> str:
+        """A copy of a dataset file under a new name for each call: servers cache reports per file and
+        session, and a rollout reads its attachment once, so a repeated read would measure the cache."""
+        source = self.book.parent / name
+        target = self.workspace / "fresh" / f"{i}-{name}"
+        target.parent.mkdir(exist_ok=True)
+        shutil.copyfile(source, target)
+        return str(target)
+
 
 @dataclass
 class Case:
@@ -122,7 +131,7 @@ CASES: list[Case] = [
     ),
     const("filesystem-server", "read_text_file", path="fs/w0.txt"),
     const("filesystem-server", "filesystem-server__read_file", path="fs/w0.txt"),
-    const("filesystem-server", "read_media_file", path=f"{DATA}/scan.png"),
+    Case("filesystem-server", "read_media_file", lambda c, i: {"path": c.fresh("scan.png", i)}),
     const("filesystem-server", "read_multiple_files", paths=["fs/w0.txt", "fs/w1.txt"]),
     Case(
         "filesystem-server",
@@ -141,15 +150,23 @@ CASES: list[Case] = [
     const("filesystem-server", "search_files", path="fs", pattern="*.txt"),
     const("filesystem-server", "get_file_info", path="fs/moved0.txt"),
     # documents
-    const("documents-txt-server", "extract_text_content", file_path=f"{DATA}/notes.txt"),
+    Case("documents-txt-server", "extract_text_content", lambda c, i: {"file_path": c.fresh("notes.txt", i)}),
     const("documents-txt-server", "documents-txt-server__list_supported_formats"),
-    const("documents-csv-server", "extract_csv_content", file_path=f"{DATA}/sales.csv"),
+    Case("documents-csv-server", "extract_csv_content", lambda c, i: {"file_path": c.fresh("sales.csv", i)}),
     const("documents-csv-server", "documents-csv-server__list_supported_formats"),
-    const("documents-docx-server", "extract_docx_content", file_path=f"{DATA}/report.docx"),
+    Case(
+        "documents-docx-server", "extract_docx_content", lambda c, i: {"file_path": c.fresh("report.docx", i)}
+    ),
     const("documents-docx-server", "documents-docx-server__list_supported_formats"),
-    const("documents-pptx-server", "extract_pptx_content", file_path=f"{DATA}/deck.pptx"),
+    Case(
+        "documents-pptx-server", "extract_pptx_content", lambda c, i: {"file_path": c.fresh("deck.pptx", i)}
+    ),
     const("documents-pptx-server", "documents-pptx-server__list_supported_formats"),
-    const("documents-pdf-server", "convert_document_to_markdown", file_path=f"{DATA}/paper.pdf"),
+    Case(
+        "documents-pdf-server",
+        "convert_document_to_markdown",
+        lambda c, i: {"file_path": c.fresh("paper.pdf", i)},
+    ),
     # excel: each call on its own copy of a 300-row workbook
     excel("read_data_from_excel", sheet_name="Data", end_cell="E60"),
     excel("get_workbook_metadata", include_ranges=True),
@@ -194,7 +211,7 @@ CASES: list[Case] = [
     ),
     const("intelligence-code-server", "intelligence-code-server__get_reasoning_capabilities"),
     # code and terminals (bubblewrap)
-    const("e2b-code-server", "e2b_upload_file", path=f"{DATA}/sales.csv"),
+    Case("e2b-code-server", "e2b_upload_file", lambda c, i: {"path": c.fresh("sales.csv", i)}),
     const("e2b-code-server", "e2b_run_code", code_block="total = sum(range(100))\nprint(total)"),
     const("terminal-server", "terminal-server__execute_command", command="python3 -c 'print(6 * 7)' && ls"),
     const("terminal-server", "terminal-server__get_command_history"),
@@ -222,32 +239,36 @@ CASES: list[Case] = [
     const("terminal-controller", "change_directory", path="."),
     const("terminal-controller", "terminal-controller__list_directory"),
     # images, audio, video
-    const("media-image-server", "extract_text_ocr", file_path=f"{DATA}/scan.png"),
-    const("media-image-server", "analyze_image_ai", file_path=f"{DATA}/scan.png"),
-    const("media-image-server", "get_image_metadata", file_path=f"{DATA}/scan.png"),
-    const(
-        "image-server", "mcp_image_recognition", image_urls=[f"{DATA}/scan.png"], question="What is written?"
+    Case("media-image-server", "extract_text_ocr", lambda c, i: {"file_path": c.fresh("scan.png", i)}),
+    Case("media-image-server", "analyze_image_ai", lambda c, i: {"file_path": c.fresh("scan.png", i)}),
+    Case("media-image-server", "get_image_metadata", lambda c, i: {"file_path": c.fresh("scan.png", i)}),
+    Case(
+        "image-server",
+        "mcp_image_recognition",
+        lambda c, i: {"image_urls": [c.fresh("scan.png", i)], "question": "What?"},
     ),
-    const("media-audio-server", "transcribe_audio", file_path=f"{DATA}/speech.wav"),
-    const("media-audio-server", "extract_audio_metadata", file_path=f"{DATA}/speech.wav"),
+    Case("media-audio-server", "transcribe_audio", lambda c, i: {"file_path": c.fresh("speech.wav", i)}),
+    Case(
+        "media-audio-server", "extract_audio_metadata", lambda c, i: {"file_path": c.fresh("speech.wav", i)}
+    ),
     Case(
         "media-audio-server",
         "trim_audio",
-        lambda c, i: {"file_path": f"{DATA}/speech.wav", "start_time": 0.5, "duration": 1.0},
+        lambda c, i: {"file_path": c.fresh("speech.wav", i), "start_time": 0.5},
     ),
     const("media-audio-server", "media-audio-server__list_supported_formats"),
-    const("audio-server", "mcp_transcribe_audio", audio_urls=[f"{DATA}/speech.wav"]),
-    const(
-        "media-video-server", "extract_keyframes", video_path=f"{DATA}/clip.mp4", target_time=2, window_size=2
+    Case("audio-server", "mcp_transcribe_audio", lambda c, i: {"audio_urls": [c.fresh("speech.wav", i)]}),
+    Case(
+        "media-video-server",
+        "extract_keyframes",
+        lambda c, i: {"video_path": c.fresh("clip.mp4", i), "target_time": 2},
     ),
-    const(
+    Case(
         "media-video-server",
         "analyze_video",
-        video_url=f"{DATA}/clip.mp4",
-        question="What does it show?",
-        sample_rate=1.0,
+        lambda c, i: {"video_url": c.fresh("clip.mp4", i), "question": "What is shown?"},
     ),
-    const("media-video-server", "summarize_video", video_url=f"{DATA}/clip.mp4"),
+    Case("media-video-server", "summarize_video", lambda c, i: {"video_url": c.fresh("clip.mp4", i)}),
     # knowledge APIs (loopback fakes)
     const("wiki-server", "search_wikipedia", query="python language"),
     const("wiki-server", "get_article_content", title="Python (programming language)"),

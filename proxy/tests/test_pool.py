@@ -113,17 +113,18 @@ async def test_a_stopped_process_is_hung_and_restarted(start_pool, kit_env) -> N
 
 
 async def test_a_saturated_replica_with_timed_out_calls_is_slow_not_dead(start_pool, kit_env) -> None:
-    pool = await start_pool(hung_after_s=1.0, timeout=1.0)
+    pool = await start_pool(hung_after_s=1.5, timeout=1.0)
     workspace = str(kit_env.workspace)
     replica = pool.replicas[0]
-    # Four threads burning CPU for 5 s hold the replica's GIL: every call times out, pings still pass.
+    # Four threads burning CPU for 7 s hold the replica's GIL: every call times out. Its pings get
+    # through late on a loaded machine, but it uses CPU, so it has 3 x 1.5 s to answer one.
     burns = [
-        pool.call("tools/call", params("spin", f"b{n}", workspace, seconds=5), f"b{n}") for n in range(4)
+        pool.call("tools/call", params("spin", f"b{n}", workspace, seconds=7), f"b{n}") for n in range(4)
     ]
     outcomes = await asyncio.gather(*burns, return_exceptions=True)
     assert all(isinstance(o, PoolError) and "timed out after 1 s" in str(o) for o in outcomes), outcomes
-    with pytest.raises(TimeoutError):  # through the rest of the burn, five times hung_after_s
-        await asyncio.wait_for(replica.process.exited.wait(), 5)
+    with pytest.raises(TimeoutError):  # through the rest of the burn, four times hung_after_s
+        await asyncio.wait_for(replica.process.exited.wait(), 6)
     assert (replica.restarts, replica.generation, replica.hung) == (0, 1, None)
     assert text(await pool.call("tools/call", params("echo", "e", workspace, text="fine"), "e")) == "fine"
 
@@ -152,11 +153,16 @@ async def test_queue_depth_adds_a_replica_and_quiet_retires_it(start_pool, kit_e
     pool = await start_pool(replicas="auto", min_replicas=1, max_replicas=2, max_in_flight=1)
     workspace = str(kit_env.workspace)
     naps = [
-        pool.call("tools/call", params("nap", f"n{n}", workspace, seconds=1.5), f"n{n}") for n in range(3)
+        asyncio.ensure_future(pool.call("tools/call", params("nap", f"n{n}", workspace, seconds=60), f"n{n}"))
+        for n in range(3)
     ]
-    load = asyncio.gather(*naps)
-    await until(pool, lambda: sum(r.state == "ready" for r in pool.replicas) == 2)
-    assert [text(r) for r in await load] == ["slept 1.5"] * 3
+    await until(pool, lambda: pool.waiting == 2)
+    # Calls waiting at two scaling checks in a row start a replica, which takes one of them.
+    await until(pool, lambda: sum(r.in_flight for r in pool.replicas if r.state == "ready") == 2, 60)
+    assert len(pool.active) == 2 and pool.waiting == 1
+    for nap in naps:
+        nap.cancel()
+    await asyncio.gather(*naps, return_exceptions=True)
     await until(pool, lambda: len(pool.active) == 1 and pool.replicas[1].state == "stopped")
     assert pool.describe()["restarts"] == 0
     assert (await whoami(pool, "s", workspace))[1] == pool.replicas[0].process.pid

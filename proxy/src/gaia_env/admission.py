@@ -33,12 +33,10 @@ class Admission:
         previous = self.costs.get(tool)
         self.costs[tool] = seconds if previous is None else previous + SMOOTHING * (seconds - previous)
 
-    def expected_wait(self, slots: int) -> float:
-        return self.queued_s / max(1, slots)
-
-    def refusal(self, tool: str, slots: int, time_left_s: float) -> int | None:
-        """Seconds after which to retry, when a call queued now would wait too long; else None."""
-        wait = self.expected_wait(slots)
+    def refusal(self, tool: str, queued_s: float, slots: int, time_left_s: float) -> int | None:
+        """Seconds after which to retry, when a call queued behind `queued_s` seconds of work for
+        `slots` slots would wait too long; else None."""
+        wait = queued_s / max(1, slots)
         if slots > 0 and wait <= self.max_queue_s and wait + self.cost(tool) <= time_left_s:
             return None
         # By then the queue has drained to half its limit: room for this call and its peers.

@@ -4,10 +4,11 @@ Calls go to the least busy ready replica, or for a stateful server to the replic
 session. A call that finds every slot taken waits in a queue bounded in seconds of work
 (admission.py); past that bound it is refused at once with a busy answer saying when to retry.
 
-Slow is not dead: a replica is restarted when it exits, or when it has answered nothing at all,
-not even a ping, for `hung_after_s`. Pings are answered by the server's protocol loop whatever its
-tools are doing, so slow calls and a saturated machine never get a replica killed; a stopped,
-deadlocked or loop-blocking process does.
+Slow is not dead: a replica is restarted when it exits, or when it is hung: it has answered
+nothing at all, not even a ping, for `hung_after_s` while using no CPU (stopped, deadlocked, asleep
+in its event loop), or for three times that however busy it is (a tool spinning in the protocol's
+loop). Pings are answered by the server's protocol loop whatever its tools are doing, and a replica
+on a saturated machine still gets CPU, so slow calls and a saturated machine never get it killed.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ CRASH_WINDOW_S = 60.0
 CRASHES_BEFORE_FAILED = 5
 MAX_BACKOFF_S = 30.0
 PING_EVERY_S = 5.0
+BUSY_GRACE = 3
+"""A silent replica that is using CPU gets this many times hung_after_s before it counts as hung."""
 SCALE_EVERY_S = 2.0
 SCALE_UP_AFTER_TICKS = 2
 """Calls waiting at this many scaling ticks in a row add a replica."""
@@ -229,20 +232,25 @@ class ServerPool:
         self._bump()
 
     async def _watch(self, replica: Replica, process: ServerProcess) -> None:
-        """Ping a replica that has gone quiet; kill it once it has answered nothing for hung_after_s."""
+        """Ping a replica that has gone quiet; kill it once it is hung (see the module docstring)."""
         limit = self.spec.hung_after_s
         every = min(PING_EVERY_S, limit / 3)
         while not process.exited.is_set():
             await asyncio.sleep(every)
             if time.monotonic() - process.last_heard < every:
                 continue  # it is talking: replies and notifications prove the loop runs
+            cpu_before = process.cpu_seconds()
             try:
                 await process.request("ping", {}, limit)
             except CallTimeout:
                 await asyncio.sleep(0.1)  # a reply may be waiting in the pipe behind a busy gateway loop
                 silent = time.monotonic() - process.last_heard
-                if silent >= limit and not process.exited.is_set():
-                    replica.hung = f"server answered nothing, not even a ping, for {silent:.0f} s (hung)"
+                working = process.cpu_seconds() - cpu_before > 0.05
+                if silent >= limit * (BUSY_GRACE if working else 1) and not process.exited.is_set():
+                    replica.hung = (
+                        f"server answered nothing, not even a ping, for {silent:.0f} s "
+                        f"({'busy in its protocol loop' if working else 'using no CPU'}: hung)"
+                    )
                     logger.error("%s #%d %s; killing it", self.spec.id, replica.index, replica.hung)
                     process.kill()
                     return
@@ -317,22 +325,28 @@ class ServerPool:
         started = time.monotonic()
         try:
             result = await process.request(method, params, max(0.001, deadline - started))
+            self.admission.record(tool, time.monotonic() - started)
+        except RemoteError:
+            self.admission.record(tool, time.monotonic() - started)
+            raise
         except ServerGone as exc:
             raise PoolError(self._died_during_call(exc, session)) from None
         except CallTimeout:
+            self.admission.record(tool, time.monotonic() - started)
             raise PoolError(
                 f"{tool} on server {self.spec.id} timed out after {self.spec.timeout:g} s "
                 "and was cancelled; try a smaller input, or raise this server's timeout in servers.toml."
             ) from None
         finally:
-            self.admission.record(tool, time.monotonic() - started)
             replica.in_flight -= 1
             self._dispatch()
             self._bump()
         return _with_note(result, lost) if lost else result
 
     async def _acquire(self, tool: str, session: str | None, deadline: float) -> tuple[Replica, str | None]:
-        if not self._waiters and (replica := self._pick(session)) is not None:
+        # A free slot with calls waiting is one none of them may use (they wait for their own
+        # replica): _dispatch hands out every other one as it frees up, so taking it is fair.
+        if (replica := self._pick(session)) is not None:
             return replica, self._assign(replica, session)
         self._admit(tool, session, deadline)
         loop = asyncio.get_running_loop()
@@ -367,10 +381,10 @@ class ServerPool:
         if slots == 0:
             self.busy_answers += 1
             raise Busy(f"Server {self.spec.id} is {self.state}", 2, self.spec.id)
-        retry = self.admission.refusal(tool, slots, deadline - time.monotonic())
+        queued = self._queued_for(session)
+        retry = self.admission.refusal(tool, queued, slots, deadline - time.monotonic())
         if retry is not None:
             self.busy_answers += 1
-            queued = self.admission.queued_s
             raise Busy(
                 f"Server {self.spec.id} is busy: {queued:.1f} s of work is queued for its {slots} slots",
                 retry,
@@ -415,6 +429,14 @@ class ServerPool:
             return owner if owner.in_flight < self.spec.max_in_flight else None
         ready = [r for r in self.replicas if r.state == "ready" and r.in_flight < self.spec.max_in_flight]
         return min(ready, key=lambda r: r.in_flight) if ready else None
+
+    def _queued_for(self, session: str | None) -> float:
+        """Seconds of queued work ahead of a call: all of it, or for a session held by one replica,
+        what waits for that replica (or for any)."""
+        owner = self._owner(session)
+        if owner is None:
+            return self.admission.queued_s
+        return sum(w.cost for w in self._waiters if self._owner(w.session) in (owner, None))
 
     def _slots(self, session: str | None) -> int:
         owner = self._owner(session)

@@ -60,6 +60,14 @@ class ServerProcess:
     def pid(self) -> int | None:
         return self.proc.pid if self.proc else None
 
+    def cpu_seconds(self) -> float:
+        """CPU time the server process has used (all its threads), 0 once it is gone."""
+        try:
+            times = psutil.Process(self.proc.pid).cpu_times() if self.proc else None
+        except psutil.Error:
+            return 0.0
+        return times.user + times.system if times else 0.0
+
     async def start(self, timeout: float) -> list[dict[str, Any]]:
         """Spawn, handshake, and return the server's tools."""
         self.proc = await asyncio.create_subprocess_exec(
