@@ -6,12 +6,12 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 PYTEST_ARGS ?=
 
-.PHONY: serve test lint bench docs system-deps test-system-deps whisper-extra uv sync node-tools trainer-extra clean
+.PHONY: serve test lint bench docs system-deps test-system-deps whisper-extra uv sync node-tools trainer-extra trl-extra reference-tools clean
 
 serve: sync
 	$(UV) run --no-sync gaia-env serve --host $(HOST) --port $(PORT)
 
-test: sync node-tools trainer-extra whisper-extra test-system-deps
+test: sync node-tools trainer-extra trl-extra whisper-extra test-system-deps
 	$(UV) run --no-sync python -m pytest $(PYTEST_ARGS)
 
 lint: sync
@@ -46,6 +46,11 @@ sync: uv
 node-tools: system-deps
 	@scripts/node-tools.sh
 
+# The reference projects benchmarks/side_by_side.py compares with (excel-mcp-server, server-filesystem,
+# @playwright/mcp), into .tools/reference; nothing else needs them.
+reference-tools: system-deps
+	@scripts/reference-tools.sh
+
 # media-audio-server's optional openai-whisper backend, next to the trainer's CPU torch (pip).
 whisper-extra: trainer-extra
 	@scripts/whisper-extra.sh
@@ -53,6 +58,10 @@ whisper-extra: trainer-extra
 # torch (CPU), verl and what its agent loop imports, with pip: uv would fetch a CUDA torch build.
 trainer-extra: sync
 	@scripts/trainer-extra.sh
+
+# TRL for the CPU GRPO loop (gaia_train.trl_grpo), with pip next to the trainer's CPU torch.
+trl-extra: trainer-extra
+	@scripts/trl-extra.sh
 
 clean:
 	rm -rf .venv .tools

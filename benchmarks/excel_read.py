@@ -75,6 +75,7 @@ def main() -> None:
     calls = [
         ("read_data_from_excel", {"filepath": path.name, "sheet_name": "Data", "preview_only": True}),
         ("read_data_from_excel", {"filepath": path.name, "sheet_name": "Data"}),
+        ("read_data_from_excel", {"filepath": path.name, "sheet_name": "Data", "layout": "rows"}),
         ("get_workbook_metadata", {"filepath": path.name, "include_ranges": True}),
     ]
     size = path.stat().st_size / 1e6

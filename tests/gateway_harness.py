@@ -36,6 +36,10 @@ class RunningGateway:
     token: str | None = None
     children: list[int] = field(default_factory=list)
 
+    def session_workspaces(self) -> list[Path]:
+        """The sessions' workspace folders (not the gateway's own bookkeeping, such as .gaia-quota)."""
+        return sorted(p for p in self.workspace_root.iterdir() if not p.name.startswith("."))
+
     def headers(self, **extra: str) -> dict[str, str]:
         headers = {"Content-Type": "application/json", **extra}
         if self.token:
@@ -130,7 +134,11 @@ def launch(
         token,
     )
     if wait_ready:
-        wait_until_ready(gateway)
+        try:
+            wait_until_ready(gateway)
+        except RuntimeError:
+            gateway.stop()  # a gateway that never got ready must not outlive the test with its servers
+            raise
     return gateway
 
 

@@ -84,7 +84,7 @@ def test_doctor_reports_each_server(tmp_path: Path) -> None:
     )
     out = gaia_env("doctor", "--config", str(registry), tmp=tmp_path)
     assert out.returncode == 1
-    assert "ok   probe-a: starts, 15 tools" in out.stdout
+    assert "ok   probe-a: starts, 18 tools" in out.stdout
     assert "FAIL broken: does not start" in out.stdout and "/nonexistent/binary" in out.stdout
     # Starts, but its model tools need settings: a warning that names them, not a failure.
     assert "warn think: starts, 2 tools" in out.stdout and "missing: THINK_LLM_BASE_URL" in out.stdout

@@ -247,6 +247,20 @@ def test_dataset_is_readable_and_read_only(real_gateway: RunningGateway) -> None
         (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": "not an object"}', -32602),
         (b"[1, 2, 3]", -32600),
         (b'"just a string"', -32600),
+        # Nested past the parser's depth (issue 17: this was HTTP 500).
+        (
+            b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":' + b"[" * 5000 + b"]" * 5000 + b"}",
+            -32700,
+        ),
+        (
+            b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_file","arguments":'
+            b'{"path":"deep","content":' + b"[" * 300 + b"]" * 300 + b"}}}",
+            -32700,
+        ),
+        (
+            b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":' + b'{"a":' * 3000 + b"1" + b"}" * 3001,
+            -32700,
+        ),
     ],
 )
 def test_malformed_requests_get_jsonrpc_errors(real_gateway: RunningGateway, body: bytes, code: int) -> None:

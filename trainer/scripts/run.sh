@@ -3,7 +3,7 @@
 # which calls tools on the gaia-env gateway at MCP_SERVER_URL, one MCP session per episode.
 #
 #   MCP_SERVER_URL=http://gateway:8080/mcp bash trainer/scripts/run.sh [extra Hydra overrides]
-#   DRY_RUN=1 bash trainer/scripts/run.sh      # compose + validate VeRL's config; no GPU, no Ray
+#   DRY_RUN=1 bash trainer/scripts/run.sh      # everything main_ppo builds before GPUs; no GPU, no Ray
 #
 # Every value is an environment variable with a default; extra arguments are appended as Hydra
 # overrides and win over everything here.
@@ -23,6 +23,9 @@ export MCP_SERVER_URL=${MCP_SERVER_URL:-http://127.0.0.1:8080/mcp}
 export MCP_SERVERS=${MCP_SERVERS:-googlesearch-server,readweb-server,documents-csv-server,documents-pdf-server}
 export GAIA_TOOL_TIMEOUT_S=${GAIA_TOOL_TIMEOUT_S:-120}
 export GAIA_EPISODE_TIMEOUT_S=${GAIA_EPISODE_TIMEOUT_S:-1800}
+# A protected gateway: MCP_AUTH_TOKEN, or MCP_AUTH_TOKEN_FILE naming a file readable on every node.
+MCP_AUTH_TOKEN=${MCP_AUTH_TOKEN:-}
+MCP_AUTH_TOKEN_FILE=${MCP_AUTH_TOKEN_FILE:-}
 
 ADV_ESTIMATOR=${ADV_ESTIMATOR:-grpo}
 CLIP_RATIO_LOW=${CLIP_RATIO_LOW:-0.2}
@@ -31,12 +34,20 @@ ACTOR_LR=${ACTOR_LR:-1e-6}
 USE_KL_LOSS=${USE_KL_LOSS:-False}
 ENTROPY_COEFF=${ENTROPY_COEFF:-0}
 
-MAX_TURNS=${MAX_TURNS:-32}
-MAX_PARALLEL_CALLS=${MAX_PARALLEL_CALLS:-4}
-MAX_TOOL_RESPONSE_LENGTH=${MAX_TOOL_RESPONSE_LENGTH:-8192}
-PROMPT_LENGTH=${PROMPT_LENGTH:-4096}
-RESPONSE_LENGTH=${RESPONSE_LENGTH:-4096}
+# The episode budget. In VeRL the whole multi-turn response (every turn and every tool response)
+# shares RESPONSE_LENGTH; each turn samples at most TURN_TOKENS and the tool responses after it
+# take at most TOOL_TOKENS_PER_TURN (longer outputs are cut, and the model is told), so
+# MAX_TURNS * TURN_TOKENS + (MAX_TURNS - 1) * TOOL_TOKENS_PER_TURN must fit in RESPONSE_LENGTH, and
+# PROMPT_LENGTH + RESPONSE_LENGTH in the model's 131k context. The dry run prints the arithmetic.
 MAX_MODEL_LEN=${MAX_MODEL_LEN:-131072}
+PROMPT_LENGTH=${PROMPT_LENGTH:-4096}
+RESPONSE_LENGTH=${RESPONSE_LENGTH:-$(( MAX_MODEL_LEN - PROMPT_LENGTH ))}
+MAX_TURNS=${MAX_TURNS:-32}
+export GAIA_TURN_TOKENS=${TURN_TOKENS:-${GAIA_TURN_TOKENS:-1792}}
+export GAIA_TOOL_TOKENS_PER_TURN=${TOOL_TOKENS_PER_TURN:-${GAIA_TOOL_TOKENS_PER_TURN:-2048}}
+MAX_PARALLEL_CALLS=${MAX_PARALLEL_CALLS:-4}
+# Characters of one tool output (the calls of a turn share TOOL_TOKENS_PER_TURN).
+MAX_TOOL_RESPONSE_LENGTH=${MAX_TOOL_RESPONSE_LENGTH:-8192}
 
 TRAIN_BATCH_SIZE=${TRAIN_BATCH_SIZE:-32}
 PPO_MINI_BATCH_SIZE=${PPO_MINI_BATCH_SIZE:-8}
@@ -45,8 +56,9 @@ TEMPERATURE=${TEMPERATURE:-1.0}
 ROLLOUT_TP=${ROLLOUT_TP:-1}
 GPU_MEMORY_UTILIZATION=${GPU_MEMORY_UTILIZATION:-0.6}
 AGENT_WORKERS=${AGENT_WORKERS:-8}
-# Dynamic batching packs sequences by tokens: room for two full prompt+response sequences.
-MAX_TOKEN_LEN_PER_GPU=${MAX_TOKEN_LEN_PER_GPU:-$(( 2 * (PROMPT_LENGTH + RESPONSE_LENGTH) ))}
+# Dynamic batching packs sequences by tokens: room for one full prompt+response sequence (at a
+# 131k context, shorter episodes pack together; the longest ones want sequence parallelism, SP_SIZE).
+MAX_TOKEN_LEN_PER_GPU=${MAX_TOKEN_LEN_PER_GPU:-$(( PROMPT_LENGTH + RESPONSE_LENGTH ))}
 PARAM_OFFLOAD=${PARAM_OFFLOAD:-False}
 OPTIMIZER_OFFLOAD=${OPTIMIZER_OFFLOAD:-False}
 
@@ -124,7 +136,20 @@ overrides=(
   +ray_kwargs.ray_init.runtime_env.env_vars.MCP_SERVERS="'$MCP_SERVERS'"
   +ray_kwargs.ray_init.runtime_env.env_vars.GAIA_TOOL_TIMEOUT_S="'$GAIA_TOOL_TIMEOUT_S'"
   +ray_kwargs.ray_init.runtime_env.env_vars.GAIA_EPISODE_TIMEOUT_S="'$GAIA_EPISODE_TIMEOUT_S'"
+  +ray_kwargs.ray_init.runtime_env.env_vars.GAIA_TURN_TOKENS="'$GAIA_TURN_TOKENS'"
+  +ray_kwargs.ray_init.runtime_env.env_vars.GAIA_TOOL_TOKENS_PER_TURN="'$GAIA_TOOL_TOKENS_PER_TURN'"
 )
+# The gateway's token travels like the other settings. The file form keeps the secret itself out of
+# the config that verl prints at start and that loggers such as wandb record.
+if [ -n "$MCP_AUTH_TOKEN_FILE" ]; then
+  export MCP_AUTH_TOKEN_FILE
+  overrides+=(+ray_kwargs.ray_init.runtime_env.env_vars.MCP_AUTH_TOKEN_FILE="'$MCP_AUTH_TOKEN_FILE'")
+elif [ -n "$MCP_AUTH_TOKEN" ]; then
+  export MCP_AUTH_TOKEN
+  overrides+=(+ray_kwargs.ray_init.runtime_env.env_vars.MCP_AUTH_TOKEN="'$MCP_AUTH_TOKEN'")
+  echo "run.sh: MCP_AUTH_TOKEN is passed in Ray's runtime env, which verl prints at start; set" \
+    "MCP_AUTH_TOKEN_FILE (a file readable on every node) to keep the token out of logs" >&2
+fi
 
 if [ "$DRY_RUN" = "1" ]; then
   exec "$PYTHON" -m gaia_train.verl_config "${overrides[@]}" "$@"

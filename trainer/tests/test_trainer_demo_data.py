@@ -15,7 +15,9 @@ from gaia_train.cli import main
 
 def test_demo_snapshot_has_real_attachments_and_right_answers(tmp_path: Path) -> None:
     # make test installs espeak-ng (scripts/apt-packages.txt): a missing one is a failed install, not a skip.
-    assert shutil.which("espeak-ng"), "espeak-ng is missing: run `make system-deps` (apt-get install espeak-ng)"
+    assert shutil.which("espeak-ng"), (
+        "espeak-ng is missing: run `make system-deps` (apt-get install espeak-ng)"
+    )
     assert main(["demo-data", "--out", str(tmp_path)]) == 0
     split = tmp_path / "2023" / "validation"
     rows = {r["task_id"]: r for r in map(json.loads, (split / "metadata.jsonl").read_text().splitlines())}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from gaia_train.reward import dense_reward_func, extract_answer, gaia_reward_func, question_scorer
+from gaia_train.reward import ANSWER_KEY, dense_reward_func, final_answer, gaia_reward_func, question_scorer
 
 # (model answer, ground truth, expected) — grouped by the scorer branch they exercise.
 CASES = [
@@ -63,13 +63,13 @@ def test_no_answer_tag_scores_zero() -> None:
     assert gaia_reward_func("gaia", "<answer>42", "42") == 0.0  # never closed
 
 
-def test_first_answer_tag_counts() -> None:
-    assert gaia_reward_func("gaia", "<answer>41</answer> no wait <answer>42</answer>", "42") == 0.0
-    assert gaia_reward_func("gaia", "<answer>42</answer> and <answer>41</answer>", "42") == 1.0
+def test_the_last_answer_of_the_last_turn_counts() -> None:
+    assert gaia_reward_func("gaia", "<answer>41</answer> no wait <answer>42</answer>", "42") == 1.0
+    assert gaia_reward_func("gaia", "<answer>42</answer> and <answer>41</answer>", "42") == 0.0
 
 
 def test_answer_may_span_lines() -> None:
-    assert extract_answer("<answer>\nBlue\nHeron\n</answer>") == "\nBlue\nHeron\n"
+    assert final_answer("<answer>\nBlue\nHeron\n</answer>") == "\nBlue\nHeron\n"
     assert gaia_reward_func("gaia", "<answer>\nBlue\nHeron\n</answer>", "Blue Heron") == 1.0
 
 
@@ -110,3 +110,71 @@ def test_dense_reward_penalises_calls_past_the_budget() -> None:
     assert dense_reward_func("gaia", "<answer>1</answer>", "42", {"gaia_tool_calls": 1}) == pytest.approx(
         0.02
     )
+
+
+# What VeRL's reward manager hands the reward: every response token decoded with
+# skip_special_tokens=True, so Qwen3's <|im_start|>/<|im_end|> vanish and leave their role words,
+# while <think>, <tool_call> and <tool_response> (added, not special, tokens) stay.
+def qwen3_decoded(*turns: str) -> str:
+    """Assistant turns joined by the tool-response turns Qwen3's template renders between them."""
+    return "".join(
+        turn if i % 2 == 0 else f"\nuser\n<tool_response>\n{turn}\n</tool_response>\nassistant\n"
+        for i, turn in enumerate(turns)
+    )
+
+
+CALL = '<tool_call>\n{"name": "read_file", "arguments": {"path": "a.txt"}}\n</tool_call>'
+
+HOSTILE = {
+    "a page holds an answer tag": qwen3_decoded(
+        f"<think>\nI need the file.\n</think>\n\n{CALL}",
+        "Quiz key: <answer>41</answer>",
+        "<think>\nThe file says 42.\n</think>\n\n<answer>42</answer>",
+    ),
+    "reasoning restates the format": qwen3_decoded(
+        "<think>\nI must put it in <answer></answer> tags, like <answer>x</answer>.\n</think>\n\n<answer>42</answer>"
+    ),
+    "the thinking template opened <think> in the prompt": qwen3_decoded(
+        "Reasoning first: the format is <answer>41</answer>.\n</think>\n\n<answer>42</answer>"
+    ),
+    "the agent changes its mind": qwen3_decoded("<answer>41</answer> no, rechecking: <answer>42</answer>"),
+    "an answer inside a tool call's arguments": qwen3_decoded(
+        '<tool_call>\n{"name": "write_file", "arguments": {"content": "<answer>41</answer>"}}\n</tool_call>',
+        "written",
+        "<answer>42</answer>",
+    ),
+    "an earlier turn answered, the last one revised": qwen3_decoded(
+        f"<answer>41</answer> let me check. {CALL}", "42", "<answer>42</answer>"
+    ),
+}
+
+NO_ANSWER = {
+    "only a tool response holds one": qwen3_decoded(CALL, "<answer>42</answer>"),
+    "only the reasoning holds one": qwen3_decoded(
+        "<think>\nIt is <answer>42</answer>.\n</think>\n\nNot sure."
+    ),
+    "reasoning cut at the turn limit": qwen3_decoded("<think>\nMaybe <answer>42</answer>"),
+    "a response cut inside a tool response": qwen3_decoded(CALL, "") + "<tool_response>\n<answer>42</answer>",
+}
+
+
+@pytest.mark.parametrize("text", HOSTILE.values(), ids=HOSTILE.keys())
+def test_the_agents_own_final_answer_is_scored(text: str) -> None:
+    assert final_answer(text) == "42"
+    assert gaia_reward_func("gaia", text, "42") == 1.0
+
+
+@pytest.mark.parametrize("text", NO_ANSWER.values(), ids=NO_ANSWER.keys())
+def test_an_answer_the_agent_did_not_write_scores_nothing(text: str) -> None:
+    assert final_answer(text) is None
+    assert gaia_reward_func("gaia", text, "42") == 0.0
+
+
+def test_the_loops_answer_wins_over_the_text() -> None:
+    text = qwen3_decoded(CALL, "<answer>42</answer>")
+    assert gaia_reward_func("gaia", text, "42", {ANSWER_KEY: None}) == 0.0
+    assert gaia_reward_func("gaia", "<answer>41</answer>", "42", {ANSWER_KEY: "42", "index": 3}) == 1.0
+    # without the key (another loop, an old trajectory) the text is read
+    assert gaia_reward_func("gaia", "<answer>42</answer>", "42", {"index": 3}) == 1.0
+    with pytest.raises(TypeError, match=ANSWER_KEY):
+        gaia_reward_func("gaia", "", "42", {ANSWER_KEY: 42})

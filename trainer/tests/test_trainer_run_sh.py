@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,7 +31,14 @@ def data_dir(tmp_path_factory) -> Path:
 
 
 def dry_run(script: str, data_dir: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
-    environment = {**os.environ, "PYTHON": sys.executable, "DATA_DIR": str(data_dir), "DRY_RUN": "1", **env}
+    environment = {
+        **os.environ,
+        "PYTHON": sys.executable,
+        "DATA_DIR": str(data_dir),
+        "DRY_RUN": "1",
+        "HF_HUB_OFFLINE": "1",  # the default model is not on this machine: fail at once, not after retries
+        **env,
+    }
     return subprocess.run(
         ["bash", str(SCRIPTS / script), *args], env=environment, capture_output=True, text=True, timeout=240
     )
@@ -40,14 +48,14 @@ def test_run_sh_composes_the_recipe(data_dir: Path) -> None:
     result = dry_run("run.sh", data_dir, "--print")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "dry run ok" in result.stdout
-    config = yaml.safe_load(result.stdout[: result.stdout.index("dry run ok")])
+    config = yaml.safe_load(result.stdout[: result.stdout.index("reached: ")])
     actor, rollout = config["actor_rollout_ref"]["actor"], config["actor_rollout_ref"]["rollout"]
     assert config["actor_rollout_ref"]["model"]["path"] == "Qwen/Qwen3-4B-Thinking-2507"
     assert config["algorithm"]["adv_estimator"] == "grpo"
     assert (actor["clip_ratio_low"], actor["clip_ratio_high"]) == (0.2, 0.28)
     assert actor["optim"]["lr"] == 1e-6 and actor["ppo_mini_batch_size"] == 8
     assert config["data"]["train_batch_size"] == 32 and rollout["n"] == 16
-    assert (rollout["prompt_length"], rollout["response_length"]) == (4096, 4096)
+    assert (rollout["prompt_length"], rollout["response_length"]) == (4096, 131072 - 4096)
     assert rollout["name"] == "vllm" and rollout["mode"] == "async" and rollout["max_model_len"] == 131072
     assert rollout["multi_turn"]["max_assistant_turns"] == 32
     assert rollout["multi_turn"]["max_tool_response_length"] == 8192
@@ -63,6 +71,11 @@ def test_run_sh_composes_the_recipe(data_dir: Path) -> None:
         env_vars["MCP_SERVERS"]
         == "googlesearch-server,readweb-server,documents-csv-server,documents-pdf-server"
     )
+    assert (env_vars["GAIA_TURN_TOKENS"], env_vars["GAIA_TOOL_TOKENS_PER_TURN"]) == ("1792", "2048")
+    assert "MCP_AUTH_TOKEN" not in env_vars and "MCP_AUTH_TOKEN_FILE" not in env_vars
+    # what a CPU machine cannot reach is said, not hidden
+    assert "NOT reached: the rollout engine: vllm is not installed" in result.stdout
+    assert "NOT reached: the tokenizer of Qwen/Qwen3-4B-Thinking-2507" in result.stdout
     assert config["data"]["train_files"] == str(data_dir / "train.parquet")
 
 
@@ -133,3 +146,72 @@ def test_qwen3_30b_a3b_variant_composes(data_dir: Path) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     assert "path: Qwen/Qwen3-30B-A3B-Thinking-2507" in result.stdout
     assert "nnodes: 2" in result.stdout and "tensor_model_parallel_size: 4" in result.stdout
+
+
+def test_dry_run_reaches_what_main_ppo_builds_before_gpus(
+    data_dir: Path, tiny_model_dir: Path, fake_mcp
+) -> None:
+    result = dry_run("run.sh", data_dir, MODEL_PATH=str(tiny_model_dir), MCP_SERVER_URL=fake_mcp.url)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    for reached in (
+        "reached: imported the v1 task runner and its trainer PPOTrainerSync (sync)",
+        f"reached: loaded the tokenizer of {tiny_model_dir}",
+        "reached: built VeRL's dataset from data.train_files: 4 rows",
+        "reached: built VeRL's dataset from data.val_files: 2 rows",
+        "reached: called the reward function: 1.0 for the first row's right answer",
+        "reached: reward manager naive (NaiveRewardManager) hands the loop's own answer to the reward",
+        f"reached: listed 6 tools from {fake_mcp.url}",
+    ):
+        assert reached in out
+    assert "NOT reached: the rollout engine" in out and "NOT reached: the tokenizer" not in out
+    table = out.split("episode budget:\n")[1].splitlines()
+    budget = dict(re.split(r"\s{2,}", line.strip()) for line in table if line.startswith("  "))
+    assert budget["turns that fit"] == "33" and budget["turns asked for (max_assistant_turns)"] == "32"
+    longest = int(budget["longest prompt, tool schemas included"])
+    assert 1000 < longest < 4096  # one token per byte here: the six schemas are most of it
+
+
+def test_dry_run_fails_with_the_numbers_when_the_episode_cannot_fit(
+    data_dir: Path, tiny_model_dir: Path, fake_mcp
+) -> None:
+    setting = {"MODEL_PATH": str(tiny_model_dir), "MCP_SERVER_URL": fake_mcp.url}
+    short = dry_run("run.sh", data_dir, PROMPT_LENGTH="1024", **setting)
+    assert short.returncode == 1
+    assert (
+        "the longest prompt is" in short.stderr and "more than data.max_prompt_length (1024)" in short.stderr
+    )
+    turns = dry_run("run.sh", data_dir, MAX_TURNS="40", TOOL_TOKENS_PER_TURN="4096", **setting)
+    assert turns.returncode == 1
+    assert "only 22 of max_assistant_turns=40 turns fit in data.max_response_length (126976)" in turns.stderr
+    assert "raise RESPONSE_LENGTH to 231424" in turns.stderr
+    too_long = dry_run("run.sh", data_dir, RESPONSE_LENGTH="131072", **setting)
+    assert (
+        too_long.returncode == 1
+        and "is more than actor_rollout_ref.rollout.max_model_len (131072)" in too_long.stderr
+    )
+
+
+def test_the_gateway_token_travels_to_ray_actors(data_dir: Path, tmp_path: Path) -> None:
+    plain = dry_run("run.sh", data_dir, "--print", MCP_AUTH_TOKEN="s3cret")
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    assert "MCP_AUTH_TOKEN: s3cret" in plain.stdout and "MCP_AUTH_TOKEN_FILE" in plain.stderr
+    token_file = tmp_path / "token"
+    token_file.write_text("s3cret\n")
+    filed = dry_run(
+        "run.sh", data_dir, "--print", MCP_AUTH_TOKEN="s3cret", MCP_AUTH_TOKEN_FILE=str(token_file)
+    )
+    assert filed.returncode == 0, filed.stderr[-3000:]
+    assert f"MCP_AUTH_TOKEN_FILE: {token_file}" in filed.stdout and "s3cret" not in filed.stdout
+
+
+def test_verls_default_trainer_path_imports() -> None:
+    """What main_ppo imports with trainer.use_v1=true (its default) before it asks Ray for GPUs."""
+    import transfer_queue  # noqa: F401  (verl-core's TransferQueue: a bare verl install lacks it)
+    from verl.experimental.agent_loop.agent_loop import AgentLoopManager  # noqa: F401
+    from verl.experimental.reward_loop import RewardLoopManager  # noqa: F401
+    from verl.trainer.main_ppo import TaskRunnerV1  # noqa: F401
+    from verl.trainer.ppo.v1 import AgentLoopManagerTQ, get_trainer_cls  # noqa: F401
+    from verl.workers.engine_workers import ActorRolloutRefWorker  # noqa: F401
+
+    assert get_trainer_cls("sync").__name__ == "PPOTrainerSync"

@@ -4,19 +4,23 @@ Training clients send these by the hundred per second. The SDK's stateless manag
 server session for each; here they go straight to the gateway. Anything else (notifications,
 batches, other methods, malformed bodies, modern protocol headers) returns None and the SDK
 answers it, so the edge cases keep the SDK's exact behaviour.
+
+A client that goes away before its answer cancels the call: the server is told and stops the work.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
+import anyio
 from mcp.server.streamable_http import check_accept_headers
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp_types import INVALID_REQUEST
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import Scope
+from starlette.types import Receive, Scope
 
 from .errors import GatewayError
 from .gateway import Gateway
@@ -30,7 +34,7 @@ class BareRequests:
         self.gateway = gateway
         self.security = TransportSecurityMiddleware(security)
 
-    async def answer(self, parsed: Any, scope: Scope) -> Response | None:
+    async def answer(self, parsed: Any, scope: Scope, receive: Receive) -> Response | None:
         """The answer to one parsed JSON body, or None to let the SDK answer it."""
         request = Request(scope)
         if refusal := await self.security.validate_request(request, is_post=True):
@@ -47,20 +51,39 @@ class BareRequests:
                 return _reply(request_id, b"{}")
             if method == "tools/list":
                 return _reply(request_id, self.gateway.listing(selection).json)
-            return await self._call(request_id, params, selection, scope)
+            return await self._call(request_id, params, selection, scope, receive)
         except GatewayError as exc:
             return _error(request_id, exc.as_jsonrpc())
 
     async def _call(
-        self, request_id: Any, params: dict[str, Any], selection: tuple[str, ...], scope: Scope
+        self,
+        request_id: Any,
+        params: dict[str, Any],
+        selection: tuple[str, ...],
+        scope: Scope,
+        receive: Receive,
     ) -> Response | None:
         name, arguments = params.get("name"), params.get("arguments")
         if not isinstance(name, str) or not isinstance(arguments, dict | None):
             return None  # the SDK words the validation error
         meta = params.get("_meta")
         session = session_key(scope, meta if isinstance(meta, dict) else None)
-        result = await self.gateway.call_tool(name, arguments, selection, session)
+        with anyio.CancelScope() as call:
+            watcher = asyncio.create_task(_cancel_on_disconnect(receive, call))
+            try:
+                result = await self.gateway.call_tool(name, arguments, selection, session)
+            finally:
+                watcher.cancel()
+        if call.cancelled_caught:
+            return Response(status_code=499)  # nobody is left to read it
         return _reply(request_id, json.dumps(result, separators=(",", ":")).encode())
+
+
+async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+    """The body is read: the next message is the client leaving (uvicorn sends it on close)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    scope.cancel()
 
 
 def _not_a_request(message: Any) -> str | None:

@@ -18,6 +18,7 @@ from . import logs
 from .app import HttpConfig, create_app, is_loopback
 from .gateway import Gateway, GatewayConfig, InvalidArguments, SelectionError, UnknownTool
 from .registry import DEFAULT_REGISTRY, RegistryError, load_registry, select_enabled
+from .sessions import SessionLimits
 from .tools_doc import render_markdown, render_table
 
 
@@ -151,6 +152,18 @@ def _gateway_options(parser: argparse.ArgumentParser) -> None:
         default=float(os.environ.get("GAIA_SESSION_TTL", "1800")),
         help="seconds an idle session keeps its workspace",
     )
+    parser.add_argument(
+        "--max-sessions",
+        type=int,
+        default=int(os.environ.get("GAIA_MAX_SESSIONS", SessionLimits.max_sessions)),
+        help="sessions with a workspace at once; more are refused (GAIA_MAX_SESSIONS, 0: no limit)",
+    )
+    parser.add_argument(
+        "--min-free-disk-mb",
+        type=int,
+        default=int(os.environ.get("GAIA_MIN_FREE_DISK_MB", SessionLimits.min_free_disk_mb)),
+        help="free disk below which new workspaces are refused (GAIA_MIN_FREE_DISK_MB, 0: never)",
+    )
 
 
 def make_gateway(args: argparse.Namespace) -> Gateway:
@@ -161,6 +174,7 @@ def make_gateway(args: argparse.Namespace) -> Gateway:
         workspace_root=args.workspace_root.absolute(),
         dataset_dir=args.dataset_dir.absolute(),
         session_ttl=args.session_ttl,
+        session_limits=SessionLimits(args.max_sessions, args.min_free_disk_mb),
     )
     return Gateway(specs, config, all_ids=list(registry))
 

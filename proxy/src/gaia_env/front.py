@@ -1,8 +1,14 @@
 """The MCP front on /mcp: full sessions for MCP clients, plain JSON for one bare POST.
 
-One low-level SDK `Server` answers both ways. Each request picks a session manager:
-a session id or an `initialize` goes to the stateful manager; anything else (curl,
-2026-style clients) goes to the stateless JSON manager, with the body replayed.
+One low-level SDK `Server` answers every way. Each request picks a session manager:
+a session id or an `initialize` goes to a stateful manager; anything else (curl,
+2026-style clients) goes to a stateless one, with the body replayed.
+
+Streaming or JSON: a client that lists `text/event-stream` in its Accept header gets SSE
+responses, which carry a call's progress notifications before its result; every other client
+(curl's `*/*`, `application/json`, no Accept at all) gets one JSON body per request, which has no
+room for them. So there are two managers of each kind, and a session stays with the one that
+opened it.
 """
 
 from __future__ import annotations
@@ -13,11 +19,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import mcp.types as types
+from gaia_kit.calls import Call
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_REQUEST
+from mcp_types import INVALID_REQUEST, PARSE_ERROR
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
@@ -27,6 +34,10 @@ from .bare import BareRequests
 from .errors import GatewayError
 from .gateway import Gateway
 from .selection import CLIENT_SESSION_HEADER, SESSION_HEADER, requested_servers, session_key
+
+# The SDK's JSON parser (pydantic-core) stops at this depth; Python's json module at about 1,000,
+# by raising RecursionError. One limit for every path keeps the answer the same: -32700.
+MAX_JSON_DEPTH = 200
 
 
 def build_server(gateway: Gateway) -> Server[Any]:
@@ -43,10 +54,16 @@ def build_server(gateway: Gateway) -> Server[Any]:
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         meta = dict(params.meta or {}) if params.meta else None
         key = session_key(ctx.request.scope, meta) if ctx.request is not None else None
+        # The client's progress token stays here; the server gets one of the gateway's own.
+        relay = Call(params.name, report=ctx.session.report_progress) if _progress_token(meta) else None
         try:
-            result = await gateway.call_tool(params.name, params.arguments, selection(ctx), key)
+            result = await gateway.call_tool(
+                params.name, params.arguments, selection(ctx), key, relay.progress if relay else None
+            )
         except GatewayError as exc:
             raise _sdk_error(exc) from None
+        if relay is not None:
+            await relay.drain()  # every progress notification before the result
         return types.CallToolResult.model_validate(result)
 
     def input_schema(name: str) -> dict[str, Any] | None:
@@ -77,21 +94,19 @@ class MCPEndpoint:
         self.gateway = gateway
         self.max_body = max_body
         server = build_server(gateway)
+        common: dict[str, Any] = {"security_settings": security, "max_request_body_size": max_body}
         # No idle timeout of the SDK's own: the gateway's session store owns every session's lifetime
         # and ends the transport with the workspace (end_transport).
         self.stateful = StreamableHTTPSessionManager(
-            server,
-            json_response=True,
-            security_settings=security,
-            max_request_body_size=max_body,
-            session_idle_timeout=None,
+            server, json_response=True, session_idle_timeout=None, **common
         )
-        self.stateless = StreamableHTTPSessionManager(
-            server,
-            json_response=True,
-            stateless=True,
-            security_settings=security,
-            max_request_body_size=max_body,
+        self.streaming = StreamableHTTPSessionManager(
+            server, json_response=False, session_idle_timeout=None, **common
+        )
+        self.stateless = StreamableHTTPSessionManager(server, json_response=True, stateless=True, **common)
+        # SSE only once the call sends a notification (the 2026 path), else the same JSON answer.
+        self.stateless_streaming = StreamableHTTPSessionManager(
+            server, json_response=False, stateless=True, **common
         )
         self.bare = BareRequests(gateway, security)
         gateway.session_end_listeners.append(self.end_transport)
@@ -99,9 +114,10 @@ class MCPEndpoint:
     async def end_transport(self, session_id: str) -> None:
         """End the SDK's transport of an MCP session the gateway ended (idle, or DELETE)."""
         # The SDK offers no public way to end one session from outside; mcp is pinned (2.3.0).
-        transport = self.stateful._server_instances.get(session_id)
+        manager = self._session_manager(session_id)
+        transport = manager._server_instances.get(session_id)
         if transport is not None:
-            await self.stateful._discard_session(session_id, transport)
+            await manager._discard_session(session_id, transport)
 
     def _registering(self, send: Send) -> Send:
         """Register the session an initialize opens, so the store's one TTL covers it from the start."""
@@ -116,23 +132,36 @@ class MCPEndpoint:
 
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
-        async with self.stateful.run(), self.stateless.run():
+        async with (
+            self.stateful.run(),
+            self.streaming.run(),
+            self.stateless.run(),
+            self.stateless_streaming.run(),
+        ):
             yield
 
+    def _session_manager(self, session_id: str) -> StreamableHTTPSessionManager:
+        # The SDK (2.3) keeps each manager's open sessions in `_server_instances`; ids are uuid4.
+        return self.streaming if session_id in self.streaming._server_instances else self.stateful
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scope = _any_type_without_accept(scope)
         headers = Headers(scope=scope)
         method = scope["method"]
         session_id = headers.get(SESSION_HEADER)
         version = headers.get("mcp-protocol-version")
+        streams = _lists_event_stream(headers)
         if session_id:
-            if session_id in self.stateful._server_instances:  # a live session: its use keeps it
+            manager = self._session_manager(session_id)
+            if session_id in manager._server_instances:  # a live session: its use keeps it
                 self.gateway.sessions.touch(session_id)
-            await self.stateful.handle_request(scope, receive, send)
+            await manager.handle_request(scope, receive, send)
             if method == "DELETE":
                 await self.gateway.end_session(session_id)
             return
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
-            await self.stateless.handle_request(scope, receive, send)
+            manager = self.stateless_streaming if streams else self.stateless
+            await manager.handle_request(scope, receive, send)
             return
         if method == "DELETE" and headers.get(CLIENT_SESSION_HEADER):
             ended = await self.gateway.end_session(headers[CLIENT_SESSION_HEADER])
@@ -148,10 +177,18 @@ class MCPEndpoint:
             )
             return
         message = _parse(body)
-        if _is_initialize(message):
-            await self.stateful.handle_request(scope, _replay(body, receive), self._registering(send))
+        if _nests_too_deep(body, message):
+            error = f"Parse error: the JSON nests more than {MAX_JSON_DEPTH} levels deep."
+            await _jsonrpc_error(400, PARSE_ERROR, error)(scope, receive, send)
             return
-        fast = await self.bare.answer(message, scope) if message is not _UNPARSED else None
+        if _is_initialize(message):
+            manager = self.streaming if streams else self.stateful
+            await manager.handle_request(scope, _replay(body, receive), self._registering(send))
+            return
+        if streams and b"progressToken" in body:  # progress needs an SSE answer: the SDK writes it
+            await self.stateless_streaming.handle_request(scope, _replay(body, receive), send)
+            return
+        fast = await self.bare.answer(message, scope, receive) if message is not _UNPARSED else None
         if fast is not None:
             await fast(scope, receive, send)
             return
@@ -175,6 +212,27 @@ async def _read_body(receive: Receive, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
+def _any_type_without_accept(scope: Scope) -> Scope:
+    """RFC 9110: a request without Accept accepts any type; answer it as curl's `*/*` is answered."""
+    if any(name == b"accept" for name, _ in scope["headers"]):
+        return scope
+    return {**scope, "headers": [*scope["headers"], (b"accept", b"*/*")]}
+
+
+def _lists_event_stream(headers: Headers) -> bool:
+    """Whether the client names text/event-stream itself (a wildcard is not a wish for SSE)."""
+    return any(
+        part.split(";")[0].strip().lower() == "text/event-stream"
+        for part in headers.get("accept", "").split(",")
+    )
+
+
+def _progress_token(meta: dict[str, Any] | None) -> Any:
+    if not meta:
+        return None
+    return meta.get("progressToken", meta.get("progress_token"))
+
+
 def _replay(body: bytes, receive: Receive) -> Receive:
     sent = False
 
@@ -189,14 +247,34 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 
 
 _UNPARSED = object()
+"""Not JSON: the SDK answers it with -32700."""
+_TOO_DEEP = object()
+"""JSON nested past what Python's parser takes."""
 
 
 def _parse(body: bytes) -> Any:
-    """The body's JSON, parsed once for every path that reads it; _UNPARSED when it is not JSON."""
+    """The body's JSON, parsed once for every path that reads it."""
     try:
         return json.loads(body)
+    except RecursionError:
+        return _TOO_DEEP
     except ValueError:
-        return _UNPARSED  # the SDK answers it with -32700
+        return _UNPARSED
+
+
+def _nests_too_deep(body: bytes, value: Any) -> bool:
+    if value is _TOO_DEEP:
+        return True
+    if value is _UNPARSED or body.count(b"[") + body.count(b"{") <= MAX_JSON_DEPTH:
+        return False
+    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, dict | list) else []
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
 
 
 def _is_initialize(message: Any) -> bool:

@@ -24,8 +24,9 @@ from .capacity import ReplicaPlan, available_cores, format_plan, replica_plan
 from .errors import GatewayError, InvalidArguments, SelectionError, UnknownTool
 from .metrics import Metrics
 from .pool import PoolError, ServerPool
+from .process import Progress
 from .registry import ServerSpec
-from .sessions import SessionState, SessionStore
+from .sessions import SessionLimits, SessionRefused, SessionState, SessionStore
 
 logger = logging.getLogger("gaia_env.gateway")
 
@@ -42,6 +43,7 @@ class GatewayConfig:
     dataset_dir: Path
     session_ttl: float = 1800.0
     startup_timeout: float = 90.0
+    session_limits: SessionLimits = SessionLimits()
 
 
 class Gateway:
@@ -58,7 +60,17 @@ class Gateway:
             sid: ServerPool(spec, {**env, **spec.env}, on_restart=self._count_restart, plan=self.plans[sid])
             for sid, spec in specs.items()
         }
-        self.sessions = SessionStore(config.workspace_root, config.session_ttl, on_end=self._end_everywhere)
+        self.sessions = SessionStore(
+            config.workspace_root,
+            config.session_ttl,
+            on_end=self._end_everywhere,
+            limits=config.session_limits,
+            on_refuse=lambda reason: self.metrics.sessions_refused.labels(reason).inc(),
+        )
+        limits = config.session_limits
+        self.metrics.watch_sessions(
+            self.sessions.__len__, self.sessions.free_disk_bytes, limits.max_sessions, limits.min_free_disk_mb
+        )
         self.session_end_listeners: list[SessionEndListener] = []
         """Called with each ended session's key (the front ends the MCP transport of its own)."""
         self.started_at = time.time()
@@ -92,6 +104,7 @@ class Gateway:
             "ready": self.ready,
             "uptime_s": round(time.time() - self.started_at, 1),
             "sessions": len(self.sessions),
+            "session_limits": self.sessions.describe(),
             "servers": {sid: pool.describe() for sid, pool in self.pools.items()},
         }
 
@@ -169,9 +182,17 @@ class Gateway:
     # -- calls ---------------------------------------------------------------------------------
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any] | None, selection: tuple[str, ...], session_key: str | None
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        selection: tuple[str, ...],
+        session_key: str | None,
+        on_progress: Progress | None = None,
     ) -> dict[str, Any]:
-        """Run one tool call; tool and pool failures come back as an isError result."""
+        """Run one tool call; tool and pool failures come back as an isError result.
+
+        `on_progress` receives the server's progress notifications; cancelling the awaiting task
+        cancels the call in the server (notifications/cancelled)."""
         route = self.route(name, selection)
         arguments = arguments or {}
         self.validate(route, arguments)
@@ -183,22 +204,24 @@ class Gateway:
             async with self.sessions.use(session_key, route.server) as session:
                 meta = {SESSION_ID_KEY: session.key, WORKSPACE_KEY: str(session.workspace)}
                 params = {"name": route.tool, "arguments": arguments, "_meta": meta}
-                result = await pool.call("tools/call", params, session.key)
+                result = await pool.call("tools/call", params, session.key, on_progress)
             if result.get("isError"):
                 outcome = "tool_error"
             return result
-        except PoolError as exc:
+        except (PoolError, SessionRefused) as exc:
             outcome = "gateway_error"
             return {"content": [{"type": "text", "text": str(exc)}], "isError": True}
         except GatewayError as exc:  # refused: busy (the gateway's or the server's own), or a server's error
             outcome = "busy" if exc.code == BUSY else "gateway_error"
+            raise
+        except asyncio.CancelledError:  # the client cancelled or went away; the server was told
+            outcome = "cancelled"
             raise
         finally:
             elapsed = time.perf_counter() - started
             self.metrics.in_flight.labels(route.server).dec()
             self.metrics.calls.labels(route.server, route.tool, outcome).inc()
             self.metrics.latency.labels(route.server, route.tool).observe(elapsed)
-            self.metrics.sessions.set(len(self.sessions))
             logger.info(
                 "tool call",
                 extra={
@@ -240,9 +263,9 @@ def _server_env(config: GatewayConfig) -> dict[str, str]:
 
 
 def _describe_invalid(tool: str, error: ValidationError) -> str:
-    where = ".".join(str(p) for p in error.absolute_path)
-    if error.validator == "required":
-        return f"Invalid arguments for {tool}: {error.message}."
-    if error.validator == "additionalProperties":
-        return f"Invalid arguments for {tool}: {error.message}."
-    return f"Invalid arguments for {tool}: '{where or 'arguments'}': {error.message}."
+    where = ".".join(str(p) for p in error.absolute_path)[:200]
+    # jsonschema quotes the offending value whole: a megabyte string must not come back whole.
+    message = error.message if len(error.message) <= 500 else error.message[:500] + "…"
+    if error.validator in ("required", "additionalProperties"):
+        return f"Invalid arguments for {tool}: {message}."
+    return f"Invalid arguments for {tool}: '{where or 'arguments'}': {message}."

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
@@ -33,6 +35,34 @@ class Metrics:
             "gaia_env_server_restarts", "Server process restarts.", ["server"], registry=self.registry
         )
         self.sessions = Gauge("gaia_env_sessions", "Sessions with a workspace.", registry=self.registry)
+        self.max_sessions = Gauge(
+            "gaia_env_sessions_max", "GAIA_MAX_SESSIONS (0: no limit).", registry=self.registry
+        )
+        self.free_disk = Gauge(
+            "gaia_env_disk_free_bytes", "Free space on the workspace root's disk.", registry=self.registry
+        )
+        self.min_free_disk = Gauge(
+            "gaia_env_disk_min_free_bytes",
+            "GAIA_MIN_FREE_DISK_MB in bytes: below it new workspaces are refused.",
+            registry=self.registry,
+        )
+        self.sessions_refused = Counter(
+            "gaia_env_sessions_refused",
+            "New sessions refused, by reason (max_sessions, disk_floor).",
+            ["reason"],
+            registry=self.registry,
+        )
+        for reason in ("max_sessions", "disk_floor"):
+            self.sessions_refused.labels(reason)  # both series exist from the start, at 0
+
+    def watch_sessions(
+        self, count: Callable[[], int], free_disk: Callable[[], int], max_sessions: int, min_free_mb: int
+    ) -> None:
+        """The session count and free disk are read at each scrape, not only when a call ends."""
+        self.sessions.set_function(count)
+        self.free_disk.set_function(free_disk)
+        self.max_sessions.set(max_sessions)
+        self.min_free_disk.set(min_free_mb * 2**20)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -52,6 +52,13 @@ def render_status(status: dict[str, Any], calls: dict[str, dict[str, float]]) ->
             f"<td>{info['restarts']}</td><td>{html.escape(info['last_error'] or '')}</td></tr>"
         )
     overall = "ready" if status["ready"] else "not ready"
+    limits = status.get("session_limits") or {}
+    sessions = f"sessions {status['sessions']}"
+    if limits:
+        cap = limits["max_sessions"] or "no limit"
+        sessions += f" (max {cap}) &middot; free disk {limits['free_disk_mb']:,} MB (floor {limits['min_free_disk_mb']:,})"
+        if not limits["accepting_new"]:
+            sessions += " &middot; <strong>refusing new sessions</strong>"
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><meta http-equiv="refresh" content="5"><title>gaia-env: {overall}</title>
 <style>
@@ -63,7 +70,7 @@ tr.restarting td:nth-child(2),tr.starting td:nth-child(2),tr.degraded td:nth-chi
 </style></head><body>
 <h1>gaia-env gateway: {overall}</h1>
 <p class="muted">MCP endpoint <code>POST /mcp</code> &middot; uptime {status["uptime_s"]} s &middot;
-sessions {status["sessions"]} &middot; <a href="/ready">/ready</a> &middot; <a href="/metrics">/metrics</a></p>
+{sessions} &middot; <a href="/ready">/ready</a> &middot; <a href="/metrics">/metrics</a></p>
 <table><tr><th>server</th><th>state</th><th>replicas</th><th>tools</th><th>in flight</th><th>calls ok</th>
 <th>errors</th><th>restarts</th><th>last error</th></tr>
 {"".join(rows)}

@@ -27,7 +27,7 @@ from gaia_kit.contract import SESSION_ENDED
 from .admission import Admission
 from .capacity import ReplicaPlan, available_cores, replica_plan, room_for_a_replica
 from .errors import Busy
-from .process import CallTimeout, RemoteError, ServerGone, ServerProcess
+from .process import CallTimeout, Progress, RemoteError, ServerGone, ServerProcess
 from .registry import ServerSpec
 
 logger = logging.getLogger("gaia_env.pool")
@@ -315,7 +315,9 @@ class ServerPool:
 
     # -- calls ---------------------------------------------------------------------------------
 
-    async def call(self, method: str, params: dict[str, Any], session: str | None) -> dict[str, Any]:
+    async def call(
+        self, method: str, params: dict[str, Any], session: str | None, on_progress: Progress | None = None
+    ) -> dict[str, Any]:
         """Forward one request to the right replica, within the server's timeout."""
         tool = str(params.get("name", method))
         deadline = time.monotonic() + self.spec.timeout
@@ -324,7 +326,7 @@ class ServerPool:
         assert process is not None
         started = time.monotonic()
         try:
-            result = await process.request(method, params, max(0.001, deadline - started))
+            result = await process.request(method, params, max(0.001, deadline - started), on_progress)
             self.admission.record(tool, time.monotonic() - started)
         except RemoteError:
             self.admission.record(tool, time.monotonic() - started)

@@ -15,7 +15,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import psutil
@@ -37,6 +37,10 @@ class CallTimeout(Exception):
     pass
 
 
+Progress = Callable[[float, float | None, str | None], None]
+"""Called with (progress, total, message) for each notifications/progress of a call."""
+
+
 class RemoteError(GatewayError):
     """The server answered a request with a JSON-RPC error; it is passed on unchanged."""
 
@@ -53,6 +57,7 @@ class ServerProcess:
         """When the server last wrote anything on stdout (a reply, a notification, a request)."""
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._progress: dict[int, Progress] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._outbox: list[bytes] = []
 
@@ -102,12 +107,19 @@ class ServerProcess:
             if not cursor:
                 return tools
 
-    async def request(self, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
+    async def request(
+        self, method: str, params: dict[str, Any], timeout: float, on_progress: Progress | None = None
+    ) -> dict[str, Any]:
+        """Send one request and wait for its answer; with `on_progress`, the server is given a
+        progress token (the request id) and its progress notifications are handed to it."""
         if self.exited.is_set():
             raise ServerGone(self.last_words())
         request_id = next(self._ids)
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
+        if on_progress is not None:
+            self._progress[request_id] = on_progress
+            params = {**params, "_meta": {**params.get("_meta", {}), "progressToken": request_id}}
         try:
             self._send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
             async with asyncio.timeout(timeout):
@@ -120,6 +132,7 @@ class ServerProcess:
             raise
         finally:
             self._pending.pop(request_id, None)
+            self._progress.pop(request_id, None)
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
         """Send a notification; a server that is gone has nothing left to tell."""
@@ -172,6 +185,9 @@ class ServerProcess:
             await self._on_exit()
 
     def _dispatch(self, message: dict[str, Any]) -> None:
+        if message.get("method") == "notifications/progress":
+            self._relay_progress(message.get("params") or {})
+            return
         if "method" in message:
             if "id" in message:  # a request from the server: we offer no client features but ping
                 reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
@@ -195,6 +211,19 @@ class ServerProcess:
             )
         else:
             future.set_result(message.get("result") or {})
+
+    def _relay_progress(self, params: dict[str, Any]) -> None:
+        relay = self._progress.get(params.get("progressToken"))  # type: ignore[arg-type]
+        progress = params.get("progress")
+        if relay is None or not isinstance(progress, int | float) or isinstance(progress, bool):
+            return
+        total = params.get("total")
+        message = params.get("message")
+        relay(
+            float(progress),
+            float(total) if isinstance(total, int | float) else None,
+            message if isinstance(message, str) else None,
+        )
 
     async def _read_stderr(self) -> None:
         assert self.proc is not None and self.proc.stderr is not None

@@ -2,6 +2,10 @@
 
 The store owns every session's lifetime: one idle TTL, for the workspace, the MCP transport and the
 state servers keep. It remembers which servers a session called, so ending it tells only those.
+
+New workspaces are admitted only while the gateway holds fewer than `max_sessions` of them and
+the disk under the workspace root has more than `min_free_disk_mb` free: past either, a new
+session is refused at once with the reason, and the sessions already running go on.
 """
 
 from __future__ import annotations
@@ -17,7 +21,25 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gaia_kit import quota
+
 logger = logging.getLogger("gaia_env.sessions")
+
+
+class SessionRefused(Exception):
+    """No new workspace now; the message says why and what the client or operator can do."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class SessionLimits:
+    max_sessions: int = 2048
+    """Keyed sessions with a workspace at once; 0 for no limit."""
+    min_free_disk_mb: int = 1024
+    """New workspaces are refused while the workspace root's disk has less free than this; 0: never."""
 
 
 @dataclass
@@ -28,21 +50,76 @@ class SessionState:
     active_calls: int = 0
     servers: set[str] = field(default_factory=set)
     """The servers this session called: the ones told when it ends."""
+    made: bool = False
+    """Its workspace exists (an MCP session has none until its first tool call)."""
 
 
 OnEnd = Callable[[SessionState], Awaitable[None]]
 
 
 class SessionStore:
-    def __init__(self, root: Path, idle_ttl: float, on_end: OnEnd | None = None):
+    def __init__(
+        self,
+        root: Path,
+        idle_ttl: float,
+        on_end: OnEnd | None = None,
+        limits: SessionLimits = SessionLimits(),
+        on_refuse: Callable[[str], None] | None = None,
+    ):
         self.root = root
         self.idle_ttl = idle_ttl
+        self.limits = limits
         self._sessions: dict[str, SessionState] = {}
+        self._workspaces = 0
+        """Sessions whose workspace exists: what max_sessions counts."""
         self._on_end = on_end
+        self._on_refuse = on_refuse
         root.mkdir(parents=True, exist_ok=True)
+        quota.prepare_root(root)
 
     def __len__(self) -> int:
-        return len(self._sessions)
+        """Sessions with a workspace (an MCP session that has not called a tool yet has none)."""
+        return self._workspaces
+
+    def free_disk_bytes(self) -> int:
+        return shutil.disk_usage(self.root).free
+
+    def describe(self) -> dict[str, object]:
+        """For /ready: how many sessions there are, the limits, and whether new ones are taken."""
+        free_mb = self.free_disk_bytes() // 2**20
+        full = bool(self.limits.max_sessions) and len(self) >= self.limits.max_sessions
+        return {
+            "live": len(self),
+            "max_sessions": self.limits.max_sessions,
+            "free_disk_mb": free_mb,
+            "min_free_disk_mb": self.limits.min_free_disk_mb,
+            "accepting_new": not full and free_mb >= self.limits.min_free_disk_mb,
+        }
+
+    def _admit(self, keyed: bool) -> None:
+        """Raise SessionRefused when a new workspace may not be made now."""
+        limit = self.limits.max_sessions
+        if keyed and limit and len(self) >= limit:
+            self._refuse(
+                "max_sessions",
+                f"The gateway already holds its maximum of {limit} sessions (GAIA_MAX_SESSIONS), so no "
+                "new session can start now. End finished sessions (DELETE /mcp with their X-Session-Id "
+                "or Mcp-Session-Id) or retry when idle ones expire.",
+            )
+        free_mb = self.free_disk_bytes() // 2**20
+        if free_mb < self.limits.min_free_disk_mb:
+            self._refuse(
+                "disk_floor",
+                f"The disk holding the workspaces has only {free_mb} MB free, below the floor of "
+                f"{self.limits.min_free_disk_mb} MB (GAIA_MIN_FREE_DISK_MB), so no new workspace is made. "
+                "Running sessions go on; end finished sessions or free disk space, then retry.",
+            )
+
+    def _refuse(self, reason: str, message: str) -> None:
+        if self._on_refuse:
+            self._on_refuse(reason)
+        logger.warning("new session refused: %s", reason)
+        raise SessionRefused(reason, message)
 
     def touch(self, key: str) -> SessionState:
         """The session with this key, registered on first sight (its workspace is made on first use)."""
@@ -59,6 +136,7 @@ class SessionStore:
     async def use(self, key: str | None, server: str) -> AsyncIterator[SessionState]:
         """A call's session; a call with no key gets a fresh workspace that is removed after it."""
         if key is None:
+            self._admit(keyed=False)
             state = SessionState(f"ephemeral-{uuid.uuid4().hex}", self.root / f"e-{uuid.uuid4().hex}")
             state.servers.add(server)
             state.workspace.mkdir(parents=True)
@@ -68,8 +146,12 @@ class SessionStore:
                 await self._release(state)
             return
         state = self.touch(key)
+        if not state.made:
+            self._admit(keyed=True)
+            state.workspace.mkdir(parents=True, exist_ok=True)
+            state.made = True
+            self._workspaces += 1
         state.servers.add(server)
-        state.workspace.mkdir(parents=True, exist_ok=True)
         state.active_calls += 1
         try:
             yield state
@@ -81,6 +163,7 @@ class SessionStore:
         state = self._sessions.pop(key, None)
         if state is None:
             return False
+        self._workspaces -= state.made
         await self._release(state)
         logger.info("session ended, workspace removed: %s", state.workspace.name)
         return True
@@ -90,7 +173,7 @@ class SessionStore:
             if self._on_end:
                 await self._on_end(state)
         finally:
-            await asyncio.to_thread(shutil.rmtree, state.workspace, True)
+            await asyncio.to_thread(_remove, state.workspace)
 
     async def reap_idle(self) -> int:
         now = time.monotonic()
@@ -109,3 +192,8 @@ class SessionStore:
     async def close(self) -> None:
         for key in list(self._sessions):
             await self.end(key)
+
+
+def _remove(workspace: Path) -> None:
+    shutil.rmtree(workspace, ignore_errors=True)
+    quota.release(workspace)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import answer_sizes
 from .gateway import Gateway
 
 
@@ -70,6 +71,7 @@ def render_markdown(gateway: Gateway, tools: list[dict[str, Any]]) -> str:
         f"{len(tools)} tools from {len(by_server)} servers. A name offered by more than one selected server is",
         "exposed as `<server-id>__<tool>`; the qualified form is always accepted.",
         "",
+        *answer_sizes.render(answer_sizes.load()),
     ]
     for sid, server_tools in by_server.items():
         out += [f"## {sid}", "", f"{len(server_tools)} tools.", ""]
@@ -82,6 +84,8 @@ def render_markdown(gateway: Gateway, tools: list[dict[str, Any]]) -> str:
             description = " ".join((tool.get("description") or "").split())
             if description:
                 out += [description, ""]
+            if behaviour := _behaviour(tool):
+                out += [behaviour, ""]
             rows = _params(tool.get("inputSchema", {}))
             if rows:
                 out += ["| parameter | type | required | default | description |", "|---|---|---|---|---|"]
@@ -92,6 +96,23 @@ def render_markdown(gateway: Gateway, tools: list[dict[str, Any]]) -> str:
             else:
                 out += ["No parameters.", ""]
     return "\n".join(out)
+
+
+def _behaviour(tool: dict[str, Any]) -> str:
+    """One line from the tool's annotations and output schema: what it does to its world."""
+    hints = tool.get("annotations") or {}
+    if not hints:
+        return ""
+    if hints.get("readOnlyHint"):
+        words = ["read-only"]
+    else:
+        words = ["changes things"]
+        words.append("destructive" if hints.get("destructiveHint") else "not destructive")
+        words.append("idempotent" if hints.get("idempotentHint") else "not idempotent")
+    words.append("reaches outside (open world)" if hints.get("openWorldHint") else "local")
+    if tool.get("outputSchema"):
+        words.append("structured result")
+    return f"*{hints.get('title') or tool['name']}*: {', '.join(words)}."
 
 
 def _routes(gateway: Gateway) -> dict[str, Any]:

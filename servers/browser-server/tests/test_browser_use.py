@@ -23,7 +23,7 @@ from gaia_kit.fake_openai import LLM_SUFFIXES, FakeOpenAI
 from gaia_kit.loopback import LoopbackServer
 from gateway_harness import RunningGateway, free_port, launch
 from starlette.applications import Starlette
-from starlette.responses import HTMLResponse
+from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 from vnc_viewer import MAGENTA, magenta_page, vnc_colour_fraction
 
@@ -55,9 +55,18 @@ def show_cookie(request: Any) -> HTMLResponse:
     )
 
 
+def attachment(_request: Any) -> Response:
+    return Response(
+        b"r" * 300_000,
+        media_type="application/octet-stream",
+        headers={"Content-Disposition": 'attachment; filename="report.bin"'},
+    )
+
+
 @pytest.fixture(scope="module")
 def site() -> Iterator[LoopbackServer]:
     routes = [
+        Route("/report.bin", attachment),
         Route("/vault", page),
         Route("/colour", colour_page),
         Route("/set", set_cookie),
@@ -237,6 +246,33 @@ def test_json_format_and_the_deadline(
         gateway.stop()
 
 
+def test_downloads_enter_the_workspace_within_its_quota(
+    tmp_path: Path, fake: FakeOpenAI, site: LoopbackServer, clean_env: pytest.MonkeyPatch
+) -> None:
+    """Chromium saves a download outside the workspace; it enters downloads/ only if it fits."""
+    finish = lambda body: step({"done": {"text": "downloaded", "success": True}}, "finish")  # noqa: E731
+    for _ in range(2):
+        fake.reply_with(navigate_to_task_url)
+        fake.reply_with(finish)
+    gateway = launch(tmp_path, "--servers", "browser-server", env={"GAIA_WORKSPACE_MAX_MB": "1"})
+    try:
+        task = f"Download {site.url('/report.bin')}."
+        first = texts(gateway.call("browser_use", {"task": task, "max_steps": 3}, timeout=300, headers=ALICE))
+        assert "## Downloads" in first and "report.bin (300,000 bytes)" in first, first
+        workspace = next(p for p in gateway.workspace_root.iterdir() if p.name.startswith("s-"))
+        (workspace / "filler.bin").write_bytes(b"f" * 800_000)
+        second = texts(
+            gateway.call("browser_use", {"task": task, "max_steps": 3}, timeout=300, headers=ALICE)
+        )
+        assert "report.bin was discarded" in second and "GAIA_WORKSPACE_MAX_MB" in second, second
+        assert [p.name for p in (workspace / "downloads").iterdir()] == ["report.bin"]
+    finally:
+        gateway.stop()
+
+
+ALICE = {"X-Session-Id": "alice"}
+
+
 def test_without_a_model_the_error_names_the_variables(tmp_path: Path, clean_env: pytest.MonkeyPatch) -> None:
     gateway = start_gateway(tmp_path)
     try:
@@ -286,6 +322,47 @@ def test_a_model_that_always_fails_is_one_clear_error(
         assert result["isError"], message
         assert "failed at every step" in message and "json_schema" in message
         # The server is still serving.
+        assert "browser_use" in texts(gateway.call("get_browser_capabilities"))
+    finally:
+        gateway.stop()
+
+
+def test_steps_are_progress_and_a_cancelled_run_closes_its_browser(
+    tmp_path: Path, fake: FakeOpenAI, site: LoopbackServer
+) -> None:
+    import anyio
+    from mcp import Client
+
+    for _ in range(40):  # a model that keeps the agent waiting, step after step
+        fake.reply_with(lambda body: step({"wait": {"seconds": 1}}, "wait for the page"))
+    gateway = start_gateway(tmp_path)
+    steps: list[float] = []
+
+    async def run_then_cancel() -> None:
+        async def on_progress(done: float, total: float | None, message: str | None) -> None:
+            steps.append(done)
+
+        task = f"Open {site.url('/vault')} and wait."
+        async with Client(gateway.url, mode="legacy") as client, anyio.create_task_group() as group:
+            group.start_soon(
+                lambda: client.call_tool(
+                    "browser_use", {"task": task, "max_steps": 30}, progress_callback=on_progress
+                )
+            )
+            with anyio.fail_after(240):
+                while len(steps) < 2:
+                    await anyio.sleep(0.1)
+            group.cancel_scope.cancel()
+
+    try:
+        anyio.run(run_then_cancel)
+        assert len(steps) >= 2 and steps == sorted(set(steps))  # one notification a step
+        deadline = time.monotonic() + 60
+        while [pid for pid in gateway.server_pids() if "chrom" in _name(pid)] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [pid for pid in gateway.server_pids() if "chrom" in _name(pid)], (
+            "Chromium outlived the call"
+        )
         assert "browser_use" in texts(gateway.call("get_browser_capabilities"))
     finally:
         gateway.stop()

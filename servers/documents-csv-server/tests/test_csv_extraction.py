@@ -38,8 +38,8 @@ async def test_markdown_report(call, env):
     (env.workspace / "sales.csv").write_text(SALES)
     out = ok(await call("extract_csv_content", file_path="sales.csv"))
     assert out.startswith("# CSV: sales.csv")
-    assert "| Rows       | 4 (every row counted)" in out
-    assert "| Delimiter  | ',' (detected)" in out
+    assert "| Rows | 4 (every row counted) |" in out
+    assert "| Delimiter | ',' (detected) |" in out
     assert "## Preview (first 4 rows)" in out and "cherry, red" in out
     assert "### Numeric columns" in out and "### Date columns" in out and "### Text columns" in out
     assert "apple (2)" in out

@@ -92,6 +92,22 @@ async def test_markdown_has_everything_in_order(call, env):
     assert f"![image]({saved})" in body
 
 
+async def test_images_stop_at_the_workspace_quota(call, env, workspace_quota):
+    workspace_quota(1)
+    make_report(env.dataset / "report.docx")  # the dataset does not count against the quota
+    filler = env.workspace / "filler.bin"
+    filler.write_bytes(b"f" * (2**20 - 10))
+    message = failed(await call("extract_docx_content", file_path=str(env.dataset / "report.docx")))
+    assert "past its quota" in message and "extract_images=false" in message and "rm -r" in message
+    out = ok(
+        await call("extract_docx_content", file_path=str(env.dataset / "report.docx"), extract_images=False)
+    )
+    assert "Annual report" in out
+    filler.unlink()
+    out = ok(await call("extract_docx_content", file_path=str(env.dataset / "report.docx")))
+    assert "## Images saved to the workspace" in out
+
+
 async def test_json_and_text_formats(call, env):
     make_report(env.workspace / "report.docx")
     data = json.loads(ok(await call("extract_docx_content", file_path="report.docx", output_format="json")))

@@ -125,6 +125,17 @@ async def test_a_file_over_the_size_limit_leaves_nothing(fake_web, call, kit_env
     assert files_in(kit_env.workspace) == []
 
 
+async def test_a_download_past_the_workspace_quota_leaves_nothing(fake_web, call, kit_env, workspace_quota):
+    workspace_quota(1)
+    ok(await call("download_file", url=fake_web.url("/bytes/600000"), output_file_path="a.bin"))
+    message = failed(await call("download_file", url=fake_web.url("/bytes/600000"), output_file_path="b.bin"))
+    assert "left in the session workspace's quota (GAIA_WORKSPACE_MAX_MB); nothing was saved" in message
+    assert "rm -r" in message and files_in(kit_env.workspace) == ["a.bin"]
+    (kit_env.workspace / "a.bin").unlink()  # the session frees space, and the download goes through
+    ok(await call("download_file", url=fake_web.url("/bytes/600000"), output_file_path="b.bin"))
+    assert files_in(kit_env.workspace) == ["b.bin"]
+
+
 async def test_the_timeout_is_honoured_and_leaves_nothing(fake_web, call, kit_env):
     message = failed(
         await call("download_file", url=fake_web.url("/slow"), output_file_path="slow.txt", timeout=1)

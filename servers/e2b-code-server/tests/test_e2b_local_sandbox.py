@@ -89,3 +89,21 @@ async def test_bad_inputs(call):
     assert "empty" in failed(await call("e2b_run_code"))
     assert "does not exist" in failed(await call("e2b_upload_file", path="nope.csv"))
     assert "outside the allowed" in failed(await call("e2b_upload_file", path="/etc/passwd"))
+
+
+async def test_runs_and_uploads_stop_at_the_workspace_quota(call, kit_env, workspace_quota):
+    workspace_quota(2)
+    code = "for i in range(10):\n    open(f'p{i}', 'wb').write(b'x' * 2**20)"
+    out = ok(await call("e2b_run_code", code_block=code))
+    # Stopped mid-run by the watcher, or, when the ten writes beat its first tick (a loaded
+    # machine), reported over the quota once it ended: either way the agent is told, and the next
+    # write is refused below.
+    assert ("went past its quota" in out or "is over its quota" in out) and "GAIA_WORKSPACE_MAX_MB" in out, (
+        out
+    )
+    (kit_env.dataset / "big.bin").write_bytes(b"b" * 3 * 2**20)
+    message = failed(await call("e2b_upload_file", path=str(kit_env.dataset / "big.bin")))
+    assert "past its quota" in message and "rm -r" in message
+    ok(await call("e2b_run_code", code_block="import glob, os\nfor p in glob.glob('p*'): os.remove(p)"))
+    (kit_env.dataset / "big.bin").write_bytes(b"b" * 2**20)
+    assert "e2b_sandbox/big.bin" in ok(await call("e2b_upload_file", path=str(kit_env.dataset / "big.bin")))

@@ -1,6 +1,7 @@
 """Every tool through the MCP protocol, on workbooks the tests build with openpyxl."""
 
 import json
+import secrets
 
 import pytest
 from excel_server.server import server
@@ -77,15 +78,15 @@ async def test_uncomputable_formula_is_reported_not_passed_off_as_a_value(call, 
             filepath="s.xlsx",
             sheet_name="Sales",
             cell="F1",
-            formula='=VLOOKUP("pear",B2:D5,2,FALSE)',
+            formula="=SUM(OFFSET(B2,1,1,2,1))",  # OFFSET: a real function the engine lacks
         )
     )
-    assert "value not computed" in out and "VLOOKUP" in out
+    assert "value not computed" in out and "OFFSET" in out
     data = json.loads(
         ok(await call("read_data_from_excel", filepath="s.xlsx", sheet_name="Sales", start_cell="F1"))
     )
     f1 = data["cells"][0]
-    assert f1["value"] is None and "VLOOKUP" in f1["not_computed"]
+    assert f1["value"] is None and "OFFSET" in f1["not_computed"]
     assert any("could not be computed" in note for note in data["notes"])
 
 
@@ -162,6 +163,19 @@ async def test_validation_rules_are_reported(call, env):
     assert "no data validation" in ok(
         await call("get_data_validation_info", filepath="plain.xlsx", sheet_name="Sales")
     )
+
+
+async def test_saves_stop_at_the_workspace_quota(call, env, workspace_quota):
+    workspace_quota(1)
+    ok(await call("create_workbook", filepath="q.xlsx"))
+    rows = [
+        [secrets.token_urlsafe(60) for _ in range(10)] for _ in range(3000)
+    ]  # about 1.8 MB, incompressible
+    message = failed(await call("write_data_to_excel", filepath="q.xlsx", sheet_name="Sheet", data=rows))
+    assert "Saving q.xlsx would take the session workspace past its quota" in message, message
+    assert "GAIA_WORKSPACE_MAX_MB" in message and "rm -r" in message
+    assert load_workbook(env.workspace / "q.xlsx")["Sheet"].max_row == 1  # the old file is intact
+    ok(await call("write_data_to_excel", filepath="q.xlsx", sheet_name="Sheet", data=rows[:50]))
 
 
 async def test_workbook_and_sheet_management(call, env):
@@ -484,3 +498,73 @@ async def test_xls_inputs_are_read_through_libreoffice(call, env, tmp_path):
     }
     meta = json.loads(ok(await call("get_workbook_metadata", filepath=str(xls))))
     assert [s["name"] for s in meta["sheets"]] == ["Old"] and "converted_copy" in meta
+
+
+async def test_rows_layout_carries_the_same_values_in_a_fraction_of_the_characters(call, env):
+    from . import formula_cases
+
+    formula_cases.build(env.workspace / "cases.xlsx")
+    arguments = {"filepath": "cases.xlsx", "sheet_name": "Sales"}
+    per_cell = ok(await call("read_data_from_excel", **arguments))
+    as_rows = ok(await call("read_data_from_excel", layout="rows", **arguments))
+    data = json.loads(as_rows)
+    assert data["range"] == "A1:E7" and data["rows"][0] == formula_cases.SALES[0]
+    assert data["rows"][1] == ["Apple", "East", "2024-01-15", 10, 1.5]
+    flat = {
+        f"{chr(ord('A') + c)}{r + 1}": v
+        for r, row in enumerate(data["rows"])
+        for c, v in enumerate(row)
+        if v is not None
+    }
+    assert flat == cell_values(per_cell)
+    assert len(as_rows) < len(per_cell) / 4
+    calc = json.loads(
+        ok(
+            await call(
+                "read_data_from_excel",
+                filepath="cases.xlsx",
+                sheet_name="Calc",
+                layout="rows",
+                include_formulas=True,
+            )
+        )
+    )
+    assert [row[1] for row in calc["rows"]][:4] == [7, 4, 2, 8] and calc["formulas"]["B20"] == "=B1+B2*B17"
+
+
+async def test_rows_layout_pages_and_keeps_gaps_in_place(call, env):
+    rows = [["id", "v"]] + [[i, i * 2] for i in range(1, 30)]
+    make_book(env.workspace / "p.xlsx", rows=rows)
+    book = load_workbook(env.workspace / "p.xlsx")
+    book.active["B3"] = None
+    book.active["D2"] = "far"
+    book.save(env.workspace / "p.xlsx")
+    first = json.loads(
+        ok(
+            await call(
+                "read_data_from_excel", filepath="p.xlsx", sheet_name="Sales", layout="rows", max_rows=3
+            )
+        )
+    )
+    assert first["rows"] == [["id", "v"], [1, 2, None, "far"], [2]] and first["next_start_cell"] == "A4"
+    more = json.loads(
+        ok(
+            await call(
+                "read_data_from_excel", filepath="p.xlsx", sheet_name="Sales", layout="rows", start_cell="A4"
+            )
+        )
+    )
+    assert more["range"].startswith("A4:") and more["rows"][0] == [3, 6] and len(more["rows"]) == 27
+
+
+async def test_the_layout_default_is_a_server_setting(call, env, monkeypatch):
+    make_book(env.workspace / "s.xlsx")
+    monkeypatch.setenv("GAIA_EXCEL_READ_LAYOUT", "rows")
+    assert "rows" in json.loads(ok(await call("read_data_from_excel", filepath="s.xlsx", sheet_name="Sales")))
+    assert "cells" in json.loads(
+        ok(await call("read_data_from_excel", filepath="s.xlsx", sheet_name="Sales", layout="cells"))
+    )
+    monkeypatch.setenv("GAIA_EXCEL_READ_LAYOUT", "grid")
+    assert "GAIA_EXCEL_READ_LAYOUT" in failed(
+        await call("read_data_from_excel", filepath="s.xlsx", sheet_name="Sales")
+    )

@@ -414,3 +414,19 @@ async def test_sessions_do_not_share_workspaces(env):
         )
     assert result.is_error
     assert (other / "mine.txt").read_text() == "s2 data"
+
+
+async def test_writes_stop_at_the_workspace_quota_and_resume_once_space_is_freed(call, env, workspace_quota):
+    workspace_quota(1, max_files=5)
+    ok(await call("write_file", path="a.txt", content="a" * 600_000))
+    message = failed(await call("write_file", path="b.txt", content="b" * 600_000))
+    assert "past its quota: it holds 585.9 KB of 1 MB (GAIA_WORKSPACE_MAX_MB)" in message, message
+    assert "rm -r" in message and not (env.workspace / "b.txt").exists()
+    edit = [{"oldText": "a" * 10, "newText": "c" * 500_000}]
+    assert "past its quota" in failed(await call("edit_file", path="a.txt", edits=edit))
+    assert "5 files (GAIA_WORKSPACE_MAX_FILES)" in failed(
+        await call("create_directory", path="d1/d2/d3/d4/d5")
+    )
+    (env.workspace / "a.txt").unlink()
+    ok(await call("write_file", path="b.txt", content="b" * 600_000))
+    ok(await call("create_directory", path="d1/d2/d3"))

@@ -18,6 +18,8 @@ import httpx
 import pytest
 import uvicorn
 from gaia_kit import ToolFailure
+from gaia_kit.calls import Call, enter, leave
+from gaia_kit.hints import hints
 from gaia_kit.http import HttpClient, HttpFailure, HttpSettings, _retry_after, shared_http
 from gaia_kit.ssrf import AllowList, check_literal, literal_ip, resolve_checked
 from starlette.applications import Starlette
@@ -441,7 +443,15 @@ async def test_read_write_records_and_replay_answers_byte_identical_offline(site
             await http.get(url, params={"q": "other"})
 
 
-async def test_off_mode_and_posts_do_not_touch_the_cache(site, tmp_path):
+@pytest.fixture
+def in_search_tool():
+    """Inside a read-only, idempotent tool's call, whose POSTs (a search API's) may be replayed."""
+    token = enter(Call("search", hints("Search", read_only=True, open_world=True)))
+    yield
+    leave(token)
+
+
+async def test_off_mode_and_posts_do_not_touch_the_cache(site, tmp_path, in_search_tool):
     site.script("q", (200, {}, b"answer"))
     async with HttpClient(settings(tmp_path, cache_mode="off")) as http:
         await http.get(f"{site.base}/q")
@@ -502,7 +512,7 @@ async def test_no_secret_reaches_the_cache_file(site, tmp_path):
     assert SECRET not in export.read_text() and "api_key=%2A%2A%2A" in export.read_text()
 
 
-async def test_a_key_in_a_json_body_is_not_part_of_the_cache_key(site, tmp_path):
+async def test_a_key_in_a_json_body_is_not_part_of_the_cache_key(site, tmp_path, in_search_tool):
     site.script("search", (200, {}, b"hits"))
     async with HttpClient(settings(tmp_path, cache_mode="read-write")) as http:
         first = await http.post(f"{site.base}/search", json={"query": "x", "api_key": SECRET}, cache=True)

@@ -252,6 +252,25 @@ async def test_download_lands_in_the_workspace(browse, site, kit_env):
     assert target.read_text() == "a,b\n1,2\n"
 
 
+async def test_screenshots_and_downloads_stop_at_the_workspace_quota(browse, site, kit_env, workspace_quota):
+    workspace_quota(1)
+    filler = kit_env.workspace / "filler.bin"
+    filler.write_bytes(b"f" * (2**20 - 4))  # 4 bytes left
+    ok(await browse("browser_navigate", url=site.url("/colour")))
+    message = failed(await browse("browser_take_screenshot", filename="shots/red.png"))
+    assert "past its quota" in message and "GAIA_WORKSPACE_MAX_MB" in message and "rm -r" in message
+    page = ok(await browse("browser_navigate", url=site.url("/download")))
+    clicked = ok(await browse("browser_click", element="report", ref=ref_of(page, "Get the report")))
+    assert "discarded: Saving report.csv would take the session workspace past its quota" in clicked
+    assert not (kit_env.workspace / "shots" / "red.png").exists()
+    assert not (kit_env.workspace / "downloads" / "report.csv").exists()
+    filler.unlink()  # the session frees space and goes on
+    clicked = ok(await browse("browser_click", element="report", ref=ref_of(page, "Get the report")))
+    assert (kit_env.workspace / "downloads" / "report.csv").read_text() == "a,b\n1,2\n"
+    ok(await browse("browser_navigate", url=site.url("/colour")))
+    assert not (await browse("browser_take_screenshot", filename="shots/red.png")).is_error
+
+
 async def test_ssrf_refusals(browse, site):
     for url in ("http://169.254.169.254/latest/meta-data/", "http://10.0.0.1/", "file:///etc/passwd"):
         message = failed(await browse("browser_navigate", url=url))

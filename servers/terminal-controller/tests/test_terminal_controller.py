@@ -68,3 +68,15 @@ async def test_sessions_do_not_share_cwd_files_or_history(kit_env):
         assert "echo private" in ok(await one("get_command_history"))
         await server._session_ended(None, type("P", (), {"session_id": "s1"})())
         assert ok(await one("get_current_directory")) == str(kit_env.workspace)
+
+
+async def test_writes_and_commands_stop_at_the_workspace_quota(call, kit_env, workspace_quota):
+    workspace_quota(1, max_files=50)
+    ok(await call("write_file", path="big.txt", content="a" * 900_000))
+    message = failed(await call("write_file", path="big.txt", content="b" * 200_000, mode="append"))
+    assert "past its quota" in message and "GAIA_WORKSPACE_MAX_MB" in message
+    out = ok(await call("execute_command", command="for i in $(seq 1 200); do touch f$i; done"))
+    assert "files (GAIA_WORKSPACE_MAX_FILES)" in out
+    assert len(list(kit_env.workspace.iterdir())) < 200
+    ok(await call("execute_command", command="rm -f f* big.txt"))
+    ok(await call("write_file", path="big.txt", content="c" * 900_000))

@@ -61,3 +61,18 @@ async def test_history_is_per_session_and_released(kit_env):
 async def test_capabilities_describe_the_sandbox(call):
     data = json.loads(ok(await call("get_terminal_capabilities")))
     assert data["sandbox"]["backend"] == "bubblewrap" and data["network"] is False
+
+
+async def test_a_command_crossing_the_workspace_quota_is_stopped_and_the_session_goes_on(
+    call, env_ws, workspace_quota
+):
+    workspace_quota(2)
+    writer = "i=0; while true; do head -c 100000 /dev/zero > part$i; i=$((i+1)); done"
+    out = ok(await call("execute_command", command=writer, timeout=30))
+    assert "went past its quota" in out and "GAIA_WORKSPACE_MAX_MB" in out and "rm -r" in out
+    held = sum(p.stat().st_size for p in env_ws.iterdir())
+    assert 2 * 2**20 < held < 8 * 2**20  # stopped within a few writes of the limit
+    assert "over its quota" in ok(await call("execute_command", command="echo more > more.txt"))
+    assert "exit status 0" in ok(await call("execute_command", command="rm part*"))
+    out = ok(await call("execute_command", command="echo fine > more.txt; cat more.txt"))
+    assert "fine" in out and "quota" not in out

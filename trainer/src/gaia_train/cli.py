@@ -1,4 +1,4 @@
-"""`gaia-train`: dataset, demo-data, eval and check-config."""
+"""`gaia-train`: dataset, demo-data, eval, check-env and check-config."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from . import dataset as ds
 from .demo_data import DemoDataError, write_demo_snapshot
 from .episode import EpisodeLimits
 from .mcp_session import McpSettings
+from .tasks import TaskFileError, TaskSource
 
 
 def _size(text: str) -> float:
@@ -24,12 +25,32 @@ def _size(text: str) -> float:
 
 
 def _add_dataset(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("dataset", help="turn a GAIA snapshot into VeRL train.parquet and test.parquet")
+    p = sub.add_parser(
+        "dataset",
+        help="turn a GAIA snapshot (and task files of other suites) into VeRL train.parquet and test.parquet",
+    )
     p.add_argument(
         "--snapshot",
         type=Path,
-        required=True,
-        help="snapshot root: the folder holding 2023/validation and 2023/test",
+        default=None,
+        help="GAIA snapshot root: the folder holding 2023/validation and 2023/test",
+    )
+    p.add_argument(
+        "--tasks",
+        action="append",
+        default=[],
+        metavar="FILE[:WEIGHT]",
+        help="a JSONL task file of another suite to mix in (repeatable); WEIGHT scales its share (default 1)",
+    )
+    p.add_argument(
+        "--gaia-weight", type=float, default=1.0, help="the GAIA rows' share in the mix (default 1)"
+    )
+    p.add_argument(
+        "--dataset-root",
+        type=Path,
+        default=None,
+        help="the folder the environment serves as the dataset, which holds the task files' attachments "
+        "(default: --snapshot, else the first task file's folder)",
     )
     p.add_argument("--out", type=Path, required=True, help="folder for train.parquet and test.parquet")
     p.add_argument(
@@ -125,6 +146,9 @@ def _cmd_dataset(args: argparse.Namespace) -> int:
         mount=args.mount,
         include_test_split=args.include_test_split,
         check_attachments=not args.no_check_attachments,
+        task_sources=[TaskSource.parse(spec) for spec in args.tasks],
+        gaia_weight=args.gaia_weight,
+        dataset_root=args.dataset_root,
     )
     for name, path in written.items():
         import pandas as pd
@@ -200,6 +224,27 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_check_env(args: argparse.Namespace) -> int:
+    import json
+
+    from .environment import EnvironmentUnavailable, describe, mcp_config
+
+    settings = McpSettings.from_env(url=args.mcp_url, servers=args.servers)
+    try:
+        report = anyio.run(lambda: describe(settings, sample_call=not args.no_call))
+    except EnvironmentUnavailable as exc:
+        print(f"gaia-train check-env: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(report.lines()))
+    if args.mcp_config:
+        config = mcp_config(settings)
+        for server in config["mcpServers"].values():  # the token stays out of what is printed
+            if "Authorization" in server["headers"]:
+                server["headers"]["Authorization"] = "Bearer $MCP_AUTH_TOKEN"
+        print(json.dumps(config, indent=2))
+    return 0 if report.sample_ok or report.sample_tool is None else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gaia-train", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log what the loop does")
@@ -207,6 +252,17 @@ def main(argv: list[str] | None = None) -> int:
     _add_dataset(sub)
     _add_demo(sub)
     _add_eval(sub)
+    env = sub.add_parser(
+        "check-env", help="what the agent will see at MCP_SERVER_URL: servers, tool counts, one sample call"
+    )
+    env.add_argument("--mcp-url", default=None, help="default MCP_SERVER_URL or http://127.0.0.1:8080/mcp")
+    env.add_argument(
+        "--servers", default=None, help="comma-separated server ids (default MCP_SERVERS, else all)"
+    )
+    env.add_argument("--no-call", action="store_true", help="list only; do not try a sample call")
+    env.add_argument(
+        "--mcp-config", action="store_true", help="also print the MCP client configuration (JSON)"
+    )
     check = sub.add_parser("check-config", help="compose and validate VeRL's config with overrides (no GPU)")
     check.add_argument("--print", action="store_true", help="print the composed config")
     check.add_argument("overrides", nargs="*", help="Hydra overrides, as for verl.trainer.main_ppo")
@@ -224,10 +280,12 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_demo(args)
         if args.command == "eval":
             return _cmd_eval(args)
+        if args.command == "check-env":
+            return _cmd_check_env(args)
         from .verl_config import main as check_main
 
         return check_main((["--print"] if args.print else []) + args.overrides)
-    except (ds.DatasetError, DemoDataError, ValueError, FileNotFoundError) as exc:
+    except (ds.DatasetError, TaskFileError, DemoDataError, ValueError, FileNotFoundError) as exc:
         print(f"gaia-train {args.command}: {exc}", file=sys.stderr)
         return 1
 

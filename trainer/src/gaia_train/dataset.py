@@ -21,6 +21,8 @@ from typing import Any
 
 import pandas as pd
 
+from .tasks import TaskFileError, TaskSource, load_task_file, weighted
+
 DATA_SOURCE = "gaia"
 ABILITY = "agentic_tool_use"
 AGENT_NAME = "gaia_agent"
@@ -162,6 +164,11 @@ def to_row(task: GaiaTask, index: int, mount: str) -> dict[str, Any]:
             "file_name": task.file_name,
             "attachment_path": attachment_path(task, mount),
             "question": task.question,
+            # The keys task-file rows carry too, so a mixed parquet has one extra_info shape.
+            "scorer": "gaia",
+            "tolerance": 0.0,
+            "mcp_servers": "",
+            "mcp_tools": "",
         },
         "agent_name": AGENT_NAME,
     }
@@ -211,7 +218,7 @@ def stratified_split(
 
 
 def build(
-    snapshot: Path,
+    snapshot: Path | None,
     out_dir: Path,
     *,
     test_size: float = 0.2,
@@ -220,22 +227,57 @@ def build(
     mount: str = DEFAULT_MOUNT,
     include_test_split: bool = False,
     check_attachments: bool = True,
+    task_sources: list[TaskSource] | None = None,
+    gaia_weight: float = 1.0,
+    dataset_root: Path | None = None,
 ) -> dict[str, Path]:
-    """Write train.parquet and test.parquet (and gaia_test_inference.parquet if asked)."""
+    """Write train.parquet and test.parquet (and gaia_test_inference.parquet if asked).
+
+    With `task_sources`, the tasks of other suites join GAIA's: each source keeps its own held-out
+    share (`test_size` applies to each), and its training rows are taken `weight` times (a sample
+    below 1, repeats above), shuffled together with the seed.
+    """
     if not mount.startswith("/"):
         raise DatasetError(f"--mount must be an absolute path inside the environment, got {mount!r}")
-    validation = load_split(snapshot, "validation", check_attachments=check_attachments)
-    hidden = [t.task_id for t in validation if t.answer.strip() == HIDDEN_ANSWER]
-    if hidden:
-        raise DatasetError(f"validation tasks with a hidden answer ('?'): {', '.join(hidden[:5])}")
-    train, test = stratified_split(validation, test_size, seed, train_size)
+    sources = list(task_sources or [])
+    if snapshot is None and not sources:
+        raise DatasetError("give a GAIA snapshot (--snapshot), task files (--tasks), or both")
+    rng = random.Random(seed)
+    train_rows: list[dict[str, Any]] = []
+    test_rows: list[dict[str, Any]] = []
+    if snapshot is not None:
+        validation = load_split(snapshot, "validation", check_attachments=check_attachments)
+        hidden = [t.task_id for t in validation if t.answer.strip() == HIDDEN_ANSWER]
+        if hidden:
+            raise DatasetError(f"validation tasks with a hidden answer ('?'): {', '.join(hidden[:5])}")
+        train, test = stratified_split(validation, test_size, seed, train_size)
+        train_rows += weighted([to_row(t, 0, mount) for t in train], gaia_weight, rng)
+        test_rows += [to_row(t, 0, mount) for t in test]
+    root = Path(dataset_root or snapshot or (sources[0].path.parent if sources else "."))
+    for source in sources:
+        try:
+            rows = load_task_file(source.path, root, mount)
+        except TaskFileError as exc:
+            raise DatasetError(str(exc)) from None
+        rng.shuffle(rows)
+        n_test = _resolve_size(test_size, len(rows), "--test-size")
+        if n_test >= len(rows):
+            raise DatasetError(f"--test-size holds out {n_test} of the {len(rows)} tasks of {source.path}")
+        for row in rows[:n_test]:
+            row["extra_info"]["split"] = "test"
+        test_rows += rows[:n_test]
+        train_rows += weighted(rows[n_test:], source.weight, rng)
+    if sources:
+        rng.shuffle(train_rows)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = {
-        "train": _write(out_dir / "train.parquet", train, mount),
-        "test": _write(out_dir / "test.parquet", test, mount),
+        "train": _write_rows(out_dir / "train.parquet", train_rows),
+        "test": _write_rows(out_dir / "test.parquet", test_rows),
     }
     if include_test_split:
+        if snapshot is None:
+            raise DatasetError("--include-test-split needs a GAIA snapshot")
         # Inference only: the rows keep the hidden "?" so the reward refuses to score them.
         written["inference"] = _write(
             out_dir / "gaia_test_inference.parquet",
@@ -245,10 +287,15 @@ def build(
     return written
 
 
-def _write(path: Path, tasks: list[GaiaTask], mount: str) -> Path:
-    frame = pd.DataFrame([to_row(task, index, mount) for index, task in enumerate(tasks)])
-    frame.to_parquet(path, index=False)
+def _write_rows(path: Path, rows: list[dict[str, Any]]) -> Path:
+    # Repeats of a weighted source are the same dicts: each written row gets its own copy.
+    rows = [{**row, "extra_info": {**row["extra_info"], "index": i}} for i, row in enumerate(rows)]
+    pd.DataFrame(rows).to_parquet(path, index=False)
     return path
+
+
+def _write(path: Path, tasks: list[GaiaTask], mount: str) -> Path:
+    return _write_rows(path, [to_row(task, index, mount) for index, task in enumerate(tasks)])
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:

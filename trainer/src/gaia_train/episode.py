@@ -1,7 +1,8 @@
 """The episode loop, shared by VeRL training and `gaia-train eval`.
 
 messages -> policy -> tool calls -> MCP -> tool messages -> policy ... until the model gives an
-`<answer>`, makes no tool call, or a limit (turns, response tokens, episode deadline) ends it.
+`<answer>` (read by `reward.final_answer`, the rule the reward scores by: never inside its reasoning
+or a tool call), makes no tool call, or a limit (turns, response tokens, episode deadline) ends it.
 A policy is anything that turns the conversation into the next assistant turn: the VeRL
 adapter samples token ids from the rollout server, eval calls an OpenAI-compatible endpoint.
 How tokens are kept is the policy's business; this loop only sees messages.
@@ -20,7 +21,7 @@ from typing import Any, Protocol
 import anyio
 
 from .mcp_session import McpToolSession, ToolOutcome
-from .reward import extract_answer
+from .reward import final_answer
 from .toolcalls import ToolCall, parse_tool_calls, strip_tool_calls
 
 
@@ -47,7 +48,10 @@ class Policy(Protocol):
         """The next assistant turn for `messages`."""
 
     async def observe(self, tool_messages: list[dict[str, Any]]) -> bool:
-        """Take in the tool results of the last turn; False when no token budget is left for another turn."""
+        """Take in the tool results of the last turn; False when no token budget is left for another turn.
+
+        A policy with a per-turn tool budget may cut the messages in place: the episode records them after.
+        """
 
     def budget_left(self) -> bool:
         """Whether another turn can still be generated within the response budget."""
@@ -75,6 +79,8 @@ class Stop(enum.StrEnum):
     NO_TOOL_CALL = "no_tool_call"
     MAX_TURNS = "max_turns"
     RESPONSE_BUDGET = "response_budget"
+    TURN_LENGTH = "turn_length"
+    """A turn hit its own token cap before it made a call or gave an answer."""
     DEADLINE = "deadline"
     MODEL_ERROR = "model_error"
 
@@ -179,16 +185,11 @@ async def run_episode(
                         else generation.tool_calls
                     )
                     messages.append(_assistant_message(generation, pending, parsed_here))
-                    answer = extract_answer(generation.text)
+                    answer = final_answer(generation.text)
                     if answer is not None:
                         state, stop = _State.DONE, Stop.ANSWER
                     elif not pending:
-                        state = _State.DONE
-                        stop = (
-                            Stop.RESPONSE_BUDGET
-                            if generation.truncated and not policy.budget_left()
-                            else Stop.NO_TOOL_CALL
-                        )
+                        state, stop = _State.DONE, _no_call_stop(generation, policy)
                     elif not policy.budget_left():
                         state, stop = _State.DONE, Stop.RESPONSE_BUDGET
                     else:
@@ -202,8 +203,9 @@ async def run_episode(
                         metrics.tool_calls[call.name] += 1
                         metrics.tool_errors += outcome.is_error
                     tool_messages = [_tool_message(c, o) for c, o in zip(pending, outcomes, strict=True)]
+                    room = await policy.observe(tool_messages)
                     messages.extend(tool_messages)
-                    if await policy.observe(tool_messages):
+                    if room:
                         state = _State.GENERATE
                     else:
                         state, stop = _State.DONE, Stop.RESPONSE_BUDGET
@@ -211,6 +213,12 @@ async def run_episode(
             stop = Stop.DEADLINE
     metrics.wall_seconds = time.perf_counter() - started
     return EpisodeResult(messages, stop, answer, metrics, final_text, error, session_id)
+
+
+def _no_call_stop(generation: Generation, policy: Policy) -> Stop:
+    if not generation.truncated:
+        return Stop.NO_TOOL_CALL
+    return Stop.TURN_LENGTH if policy.budget_left() else Stop.RESPONSE_BUDGET
 
 
 async def _call_all(tools: McpToolSession, calls: list[ToolCall], limit: int) -> list[ToolOutcome]:

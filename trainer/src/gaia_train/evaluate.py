@@ -22,9 +22,9 @@ from tqdm import tqdm
 
 from .dataset import HIDDEN_ANSWER
 from .episode import EpisodeLimits, Stop, run_episode
-from .mcp_session import EnvironmentUnavailable, McpSettings, McpToolSession
+from .mcp_session import EnvironmentUnavailable, McpSettings, McpToolSession, for_row
 from .openai_policy import EndpointSettings, OpenAIPolicy, episode_client
-from .reward import gaia_reward_func
+from .reward import ANSWER_KEY, gaia_reward_func
 
 TRAJECTORIES = "trajectories.jsonl"
 ERRORS = "errors.jsonl"
@@ -74,9 +74,17 @@ async def _run_one(
     truth = str(row["reward_model"]["ground_truth"])
     async with episode_client(endpoint.request_timeout_s) as client:
         policy = OpenAIPolicy(client, endpoint)
-        result = await run_episode(list(row["prompt"]), policy, lambda: McpToolSession(mcp), limits)
+        result = await run_episode(
+            list(row["prompt"]), policy, lambda: McpToolSession(for_row(mcp, row.get("extra_info"))), limits
+        )
     hidden = truth.strip() == HIDDEN_ANSWER
-    reward = None if hidden else gaia_reward_func(row.get("data_source", "gaia"), result.final_text, truth)
+    reward = (
+        None
+        if hidden
+        else gaia_reward_func(
+            row.get("data_source", "gaia"), result.final_text, truth, {ANSWER_KEY: result.answer}
+        )
+    )
     return {
         "task_id": _task_id(row),
         "level": int(row["extra_info"].get("level", 0)),

@@ -15,12 +15,14 @@ import json
 import logging
 import os
 import random
+import re
 import ssl
 import time
 import uuid
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache, lru_cache
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -50,6 +52,8 @@ class McpSettings:
     url: str = DEFAULT_MCP_URL
     servers: str | None = None
     """Comma-separated server ids sent as the `MCP_SERVERS` header; None for all."""
+    tools: tuple[str, ...] | None = None
+    """Tool names the episode may see and call (a subset of the servers' tools); None for all."""
     call_timeout_s: float = 120.0
     max_output_chars: int = 8192
     auth_token: str | None = None
@@ -67,14 +71,63 @@ class McpSettings:
 
     @classmethod
     def from_env(cls, **overrides: Any) -> McpSettings:
-        """MCP_SERVER_URL, MCP_SERVERS and MCP_AUTH_TOKEN, then explicit overrides (None = unset)."""
+        """MCP_SERVER_URL, MCP_SERVERS and MCP_AUTH_TOKEN (or MCP_AUTH_TOKEN_FILE), then explicit overrides."""
         values: dict[str, Any] = {
             "url": os.environ.get("MCP_SERVER_URL") or DEFAULT_MCP_URL,
             "servers": os.environ.get("MCP_SERVERS") or None,
-            "auth_token": os.environ.get("MCP_AUTH_TOKEN") or None,
+            "auth_token": os.environ.get("MCP_AUTH_TOKEN") or _token_from_file(),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+
+def _token_from_file() -> str | None:
+    path = os.environ.get("MCP_AUTH_TOKEN_FILE")
+    if not path:
+        return None
+    try:
+        token = Path(path).read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ValueError(
+            f"MCP_AUTH_TOKEN_FILE={path} cannot be read ({exc.strerror}): it must name a file readable on "
+            "every node that runs episodes"
+        ) from None
+    if not token:
+        raise ValueError(f"MCP_AUTH_TOKEN_FILE={path} is empty")
+    return token
+
+
+def _names(value: Any, key: str) -> list[str]:
+    if value is None or (hasattr(value, "__len__") and len(value) == 0):
+        return []
+    if isinstance(value, str):
+        items = value.split(",")
+    elif isinstance(value, (list, tuple)) or hasattr(value, "tolist"):
+        items = list(value.tolist() if hasattr(value, "tolist") else value)
+    else:
+        raise ValueError(
+            f"extra_info[{key!r}] must be a comma-separated string or a list of names, got {value!r}"
+        )
+    if not all(isinstance(item, str) for item in items):
+        raise ValueError(f"extra_info[{key!r}] must hold names (strings), got {value!r}")
+    return [item.strip() for item in items if item.strip()]
+
+
+def for_row(settings: McpSettings, extra_info: Any) -> McpSettings:
+    """The settings of one dataset row: its own `mcp_servers` and `mcp_tools` in `extra_info`, if any.
+
+    A row that names servers gets exactly those (sent as `MCP-Servers`), so its prompt lists only
+    their schemas; `mcp_tools` narrows further to named tools. Rows without them use `settings`.
+    """
+    if not isinstance(extra_info, dict):
+        return settings
+    servers = _names(extra_info.get("mcp_servers"), "mcp_servers")
+    tools = _names(extra_info.get("mcp_tools"), "mcp_tools")
+    return replace(
+        settings,
+        servers=",".join(servers) if servers else settings.servers,
+        tools=tuple(tools) if tools else settings.tools,
+    )
 
 
 @dataclass
@@ -115,6 +168,16 @@ def _remember_mode(settings: McpSettings, client: Client) -> None:
     _NEGOTIATED[(settings.url, settings.servers)] = (
         (client.protocol_version, discovered) if discovered is not None else ("legacy", None)
     )
+
+
+# The tags the episode loop and the reward read the transcript by. A tool's text (a web page, a file)
+# that holds them could otherwise forge a turn boundary or an answer in the decoded trajectory.
+_STRUCTURE_TAG_RE = re.compile(r"<(/?)(tool_call|tool_response|answer|think)>")
+
+
+def neutralize_tags(text: str) -> str:
+    """`<answer>` in a tool's output becomes `&lt;answer&gt;`: still readable, never structure."""
+    return _STRUCTURE_TAG_RE.sub(r"&lt;\1\2&gt;", text)
 
 
 def cap_text(text: str, limit: int) -> str:
@@ -228,20 +291,29 @@ class McpToolSession:
             _remember_mode(self.settings, self._client)
             await self._list_tools()
         except BaseException as exc:
-            await self._stack.__aexit__(type(exc), exc, exc.__traceback__)
+            try:
+                await self._close(exc)
+            except BaseException as closing:
+                if closing is not exc:
+                    raise
             if isinstance(exc, EnvironmentUnavailable) or not isinstance(exc, Exception):
                 raise
+            causes = _leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc]
+            reason = "; ".join(f"{type(c).__name__}: {c}" for c in causes)
             raise EnvironmentUnavailable(
                 f"could not open an MCP session at {self.settings.url} "
-                f"(servers: {self.settings.servers or 'all'}): {type(exc).__name__}: {exc}. "
+                f"(servers: {self.settings.servers or 'all'}): {reason}. "
                 "Is the gateway running (gaia-env serve) and MCP_SERVER_URL right?"
             ) from exc
         return self
 
     async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         self._client = None
+        await self._close(exc)
+
+    async def _close(self, exc: BaseException | None) -> None:
         try:
-            await self._stack.__aexit__(exc_type, exc, tb)
+            await self._stack.__aexit__(type(exc) if exc else None, exc, exc.__traceback__ if exc else None)
         except BaseExceptionGroup as group:
             # The SDK's task groups wrap an error raised in the episode; hand back the error itself.
             if exc is not None and _leaves(group) == [exc]:
@@ -252,7 +324,7 @@ class McpToolSession:
         key = (self.settings.url, self.settings.servers)
         cached = _CATALOG.get(key)
         if cached is not None and time.monotonic() - cached[0] < CATALOG_TTL_S:
-            self.tools = cached[1]
+            self.tools = self._selected(cached[1])
             return
         assert self._client is not None
         tools: dict[str, Tool] = {}
@@ -268,7 +340,19 @@ class McpToolSession:
                 f"the MCP endpoint {self.settings.url} lists no tools for servers {self.settings.servers or 'all'}"
             )
         _CATALOG[key] = (time.monotonic(), tools)
-        self.tools = tools
+        self.tools = self._selected(tools)
+
+    def _selected(self, tools: dict[str, Tool]) -> dict[str, Tool]:
+        wanted = self.settings.tools
+        if wanted is None:
+            return tools
+        missing = sorted(set(wanted) - set(tools))
+        if missing:
+            raise EnvironmentUnavailable(
+                f"the row asks for tools {', '.join(missing)}, which {self.settings.url} does not serve for "
+                f"servers {self.settings.servers or 'all'}; it serves: {', '.join(sorted(tools))}"
+            )
+        return {name: tools[name] for name in wanted}
 
     async def _delete_session(self, http: Any) -> None:
         """Tell the gateway the episode is over, so it drops the workspace now, not at its idle TTL."""
@@ -361,5 +445,7 @@ class McpToolSession:
             if not text.strip():
                 text = f"({call.name} returned no output)"
         return ToolOutcome(
-            cap_text(text, self.settings.max_output_chars), is_error, time.perf_counter() - started
+            cap_text(neutralize_tags(text), self.settings.max_output_chars),
+            is_error,
+            time.perf_counter() - started,
         )

@@ -1,4 +1,11 @@
-"""The GAIA reward: the official `question_scorer` applied to the first `<answer>` tag.
+"""The GAIA reward: the official `question_scorer` applied to the agent's own final answer.
+
+What is scored is the answer the agent wrote last, never text it only read or thought: the episode
+loop hands its final answer over as `extra_info["gaia_answer"]` (VeRL's naive reward manager merges
+the loop's `extra_fields` into `extra_info`). Without it (another loop, another reward manager, an old
+trajectory), `final_answer` reads the decoded response: the last `<answer>` of the last assistant
+turn, outside `<think>`, `<tool_call>` and `<tool_response>` blocks. The episode loop stops on the
+same rule, so training, eval and the stop decision agree.
 
 The scorer follows the GAIA leaderboard's scorer.py branch for branch, quirks included, so a
 reward of 1.0 here is a point on the leaderboard. The one deliberate difference: an answer
@@ -8,6 +15,8 @@ which would equal a ground truth of "inf").
 
 from __future__ import annotations
 
+import functools
+import importlib
 import math
 import re
 import string
@@ -16,16 +25,41 @@ from typing import Any
 
 ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 TOOL_CALL_RE = re.compile(r"<tool_call>.*?</tool_call>", re.DOTALL)
+ANSWER_KEY = "gaia_answer"
+"""The `extra_info` key holding the loop's final answer (None: the episode ended without one)."""
+# A block left open runs to the end of the text: a turn cut at its token limit.
+_TOOL_RESPONSE_RE = re.compile(r"<tool_response>.*?(?:</tool_response>|$)", re.DOTALL)
+_THINK_RE = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL)
+_OPEN_TOOL_CALL_RE = re.compile(r"<tool_call>.*?(?:</tool_call>|$)", re.DOTALL)
 _LIST_SEPARATORS = re.compile(r"[,;]")
 _PUNCT_TABLE = str.maketrans("", "", string.punctuation)
 
 
-def extract_answer(solution_str: str) -> str | None:
-    """The text inside the first `<answer>...</answer>`, or None when there is none."""
-    if not isinstance(solution_str, str):
-        raise TypeError(f"solution_str must be a str, got {type(solution_str).__name__}")
-    match = ANSWER_RE.search(solution_str)
-    return match.group(1) if match else None
+def _last_assistant_turn(text: str) -> str:
+    # Tool responses separate the assistant's turns; the role words a decode with
+    # skip_special_tokens leaves between them ("user", "assistant") never hold an answer.
+    turns = [turn for turn in _TOOL_RESPONSE_RE.split(text) if turn.strip()]
+    return turns[-1] if turns else ""
+
+
+def _without_reasoning(turn: str) -> str:
+    turn = _THINK_RE.sub("", turn)
+    # Thinking templates open `<think>` in the prompt, so a turn may hold only the closing tag.
+    _, closing, after = turn.rpartition("</think>")
+    return after if closing else turn
+
+
+def final_answer(text: str) -> str | None:
+    """The agent's final answer in a response: the last `<answer>` of its last turn, outside reasoning and tools.
+
+    `text` is one assistant turn or a whole decoded multi-turn response (tool responses included,
+    as VeRL's reward manager decodes it). None when the last turn gives no answer.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"solution_str must be a str, got {type(text).__name__}")
+    turn = _OPEN_TOOL_CALL_RE.sub("", _without_reasoning(_last_assistant_turn(text)))
+    answers = ANSWER_RE.findall(turn)
+    return answers[-1] if answers else None
 
 
 def _is_float(text: str) -> bool:
@@ -83,12 +117,23 @@ def _ground_truth_str(ground_truth: Any) -> str:
     )
 
 
+def agent_answer(solution_str: str, extra_info: Mapping[str, Any] | None) -> str | None:
+    """The answer to score: the loop's own when it reported one, else the one read from the text."""
+    if extra_info is not None and ANSWER_KEY in extra_info:
+        answer = extra_info[ANSWER_KEY]
+        if answer is None or isinstance(answer, str):
+            return answer
+        raise TypeError(f"extra_info[{ANSWER_KEY!r}] must be a str or None, got {type(answer).__name__}")
+    return final_answer(solution_str)
+
+
 def gaia_reward_func(
     data_source: str, solution_str: str, ground_truth: Any, extra_info: Mapping[str, Any] | None = None
 ) -> float:
-    """1.0 when the first `<answer>` in the solution matches the ground truth, else 0.0.
+    """1.0 when the agent's final answer matches the ground truth, else 0.0.
 
-    This is the function VeRL calls (reward.custom_reward_function.name=gaia_reward_func).
+    This is the function VeRL calls (reward.custom_reward_function.name=gaia_reward_func). The
+    answer is `extra_info["gaia_answer"]` when the loop sent it, else `final_answer(solution_str)`.
     The test split's ground truth is "?" upstream; scoring against it is refused rather than
     silently returning 0.
     """
@@ -98,7 +143,7 @@ def gaia_reward_func(
             "ground truth is '?': this row comes from GAIA's test split, whose answers are hidden; "
             "train and score on the validation split only"
         )
-    answer = extract_answer(solution_str)
+    answer = agent_answer(solution_str, extra_info)
     if answer is None:
         return 0.0
     return 1.0 if question_scorer(answer, truth) else 0.0
@@ -138,3 +183,62 @@ def dense_reward_func(
         shaped += think_bonus
     shaped -= over_budget_penalty * max(0, calls - tool_call_budget)
     return shaped
+
+
+# Multi-task datasets: each row names its scorer in extra_info["scorer"] (gaia-train dataset
+# writes it from the task file); routed_reward_func is the one function VeRL is given.
+SCORER_KEY = "scorer"
+BUILTIN_SCORERS = ("gaia", "exact", "numeric")
+
+
+def _exact(answer: str, truth: str) -> bool:
+    # Case and runs of whitespace never matter; everything else does.
+    return " ".join(answer.split()).casefold() == " ".join(truth.split()).casefold()
+
+
+def _numeric(answer: str, truth: str, tolerance: float) -> bool:
+    got, want = normalize_number_str(answer.strip()), normalize_number_str(truth.strip())
+    if math.isnan(want):
+        raise ValueError(f"the numeric scorer needs a number as ground truth, got {truth!r}")
+    return abs(got - want) <= tolerance * max(1.0, abs(want))
+
+
+@functools.cache
+def _user_scorer(spec: str) -> Any:
+    module_name, _, function_name = spec.partition(":")
+    try:
+        function = getattr(importlib.import_module(module_name), function_name)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(
+            f"scorer {spec!r} cannot be loaded ({exc}): name a function as 'package.module:function', "
+            f"or one of {', '.join(BUILTIN_SCORERS)}"
+        ) from None
+    if not callable(function):
+        raise ValueError(f"scorer {spec!r} is not a function")
+    return function
+
+
+def routed_reward_func(
+    data_source: str, solution_str: str, ground_truth: Any, extra_info: Mapping[str, Any] | None = None
+) -> float:
+    """The reward of a mixed dataset: each row scored by its own scorer, the agent's own answer first.
+
+    extra_info["scorer"]: "gaia" (the official scorer; the default for data_source "gaia"),
+    "exact" (case and whitespace ignored; the default otherwise), "numeric" (within
+    extra_info["tolerance"], relative to the ground truth's size, default 1e-6) or
+    "package.module:function", called as VeRL calls a reward function.
+    """
+    info = extra_info or {}
+    scorer = str(info.get(SCORER_KEY) or ("gaia" if data_source == "gaia" else "exact"))
+    if scorer == "gaia":
+        return gaia_reward_func(data_source, solution_str, ground_truth, extra_info)
+    if scorer not in BUILTIN_SCORERS:
+        return float(_user_scorer(scorer)(data_source, solution_str, ground_truth, extra_info))
+    truth = _ground_truth_str(ground_truth)
+    answer = agent_answer(solution_str, extra_info)
+    if answer is None:
+        return 0.0
+    if scorer == "exact":
+        return 1.0 if _exact(answer, truth) else 0.0
+    tolerance = float(info.get("tolerance") or 1e-6)
+    return 1.0 if _numeric(answer, truth, tolerance) else 0.0

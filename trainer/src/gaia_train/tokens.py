@@ -119,31 +119,95 @@ GenerateIds = Callable[[list[int], int], Awaitable[tuple[list[int], list[float] 
 """(prompt ids so far, max new tokens) -> (sampled ids, their log-probs or None)."""
 
 
-class TokenPolicy:
-    """A `Policy` over a `TokenTape`: generation sees the tape's ids, never re-rendered text."""
+def _shares(lengths: list[int], total: int) -> list[int]:
+    """Split `total` characters fairly: each message gets an equal part, short ones give back what they leave."""
+    shares = [0] * len(lengths)
+    left = total
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    for rank, index in enumerate(order):
+        shares[index] = min(lengths[index], left // (len(order) - rank))
+        left -= shares[index]
+    return shares
 
-    def __init__(self, tape: TokenTape, generate_ids: GenerateIds):
+
+def _cut(message: dict[str, Any], keep: int) -> dict[str, Any]:
+    content = str(message.get("content") or "")
+    if keep >= len(content):
+        return message
+    note = (
+        f"\n[cut to fit this turn's tool budget: {keep} of {len(content)} characters shown; "
+        "ask the tool for a smaller part (offset, page or start_index arguments) to read the rest]"
+    )
+    return {**message, "content": content[:keep] + note}
+
+
+class TokenPolicy:
+    """A `Policy` over a `TokenTape`: generation sees the tape's ids, never re-rendered text.
+
+    Two per-turn caps keep a long episode inside its response budget, so that a recipe can promise
+    its turns: `turn_tokens` bounds what one assistant turn may sample, `tool_tokens` what the
+    environment may add after it (tool responses with their template scaffolding; longer outputs are
+    cut, each call keeping a fair share, and say so). A turn then costs at most their sum.
+    """
+
+    def __init__(
+        self,
+        tape: TokenTape,
+        generate_ids: GenerateIds,
+        *,
+        turn_tokens: int | None = None,
+        tool_tokens: int | None = None,
+    ):
+        for name, value in (("turn_tokens", turn_tokens), ("tool_tokens", tool_tokens)):
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value}")
         self.tape = tape
         self.generate_ids = generate_ids
+        self.turn_tokens = turn_tokens
+        self.tool_tokens = tool_tokens
         self._last_sampled: list[int] = []
 
     async def start(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> None:
         self.tape.begin(messages, tools)
 
     async def generate(self, messages: list[dict[str, Any]]) -> Generation:
-        budget = self.tape.remaining
+        budget = min(self.tape.remaining, self.turn_tokens or self.tape.remaining)
         ids, logprobs = await self.generate_ids(self.tape.prompt_ids + self.tape.response_ids, budget)
         self.tape.add_sampled(ids, logprobs)
         self._last_sampled = list(ids)[:budget]
         return Generation(text=self.tape.decode(self._last_sampled), truncated=len(ids) >= budget)
 
     async def observe(self, tool_messages: list[dict[str, Any]]) -> bool:
-        ids = self.tape.scaffold(self._last_sampled, tool_messages)
+        ids = self._fit(tool_messages)
         # The next turn needs at least one token of room after the tool responses.
-        if len(ids) >= self.tape.remaining:
+        if ids is None or len(ids) >= self.tape.remaining:
             return False
         self.tape.add_context(ids)
         return True
+
+    def _fit(self, tool_messages: list[dict[str, Any]]) -> list[int] | None:
+        """The scaffold ids for `tool_messages`, cut to `tool_tokens`; None when even empty ones do not fit."""
+        ids = self.tape.scaffold(self._last_sampled, tool_messages)
+        limit = self.tool_tokens
+        if limit is None or len(ids) <= limit:
+            return ids
+        lengths = [len(str(m.get("content") or "")) for m in tool_messages]
+        empty = [{**m, "content": ""} for m in tool_messages]
+        overhead = len(self.tape.scaffold(self._last_sampled, empty)) + 40 * len(tool_messages)  # the notes
+        if overhead >= limit:
+            return None
+        chars_per_token = sum(lengths) / max(1, len(ids) - overhead)
+        budget_chars = int((limit - overhead) * chars_per_token)
+        for _ in range(8):  # tokens per character vary along a text: shrink until it fits
+            cut = [
+                _cut(m, keep) for m, keep in zip(tool_messages, _shares(lengths, budget_chars), strict=True)
+            ]
+            ids = self.tape.scaffold(self._last_sampled, cut)
+            if len(ids) <= limit:
+                tool_messages[:] = cut  # what the model sees is what the trajectory records
+                return ids
+            budget_chars = int(budget_chars * 0.8)
+        return None
 
     def budget_left(self) -> bool:
         return self.tape.remaining > 0

@@ -3,8 +3,12 @@
 VeRL builds one instance per trajectory (hydra.utils.instantiate from agent.yaml) and awaits
 `run(sampling_params, **row)`. Settings, first match wins: agent.yaml keys, then environment
 variables (MCP_SERVER_URL, MCP_SERVERS, MCP_AUTH_TOKEN, GAIA_TOOL_TIMEOUT_S,
-GAIA_EPISODE_TIMEOUT_S), then the rollout config (multi_turn.max_assistant_turns,
-max_parallel_calls, max_tool_response_length) and defaults.
+GAIA_EPISODE_TIMEOUT_S, GAIA_TURN_TOKENS, GAIA_TOOL_TOKENS_PER_TURN), then the rollout config
+(multi_turn.max_assistant_turns, max_parallel_calls, max_tool_response_length) and defaults.
+
+The episode's own final answer goes to the reward as `extra_fields["gaia_answer"]` (VeRL's naive
+reward manager merges extra_fields into the reward function's extra_info), so what is scored is what
+the agent answered, not an `<answer>` tag that a tool's output or its reasoning happened to hold.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from typing import Any
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
 
 from .episode import EpisodeLimits, EpisodeResult, run_episode
-from .mcp_session import McpSettings, McpToolSession
+from .mcp_session import McpSettings, McpToolSession, for_row
+from .reward import ANSWER_KEY
 from .tokens import TokenPolicy, TokenTape
 
 log = logging.getLogger(__name__)
@@ -36,6 +41,20 @@ def _env_float(name: str) -> float | None:
         raise ValueError(f"{name} must be a number of seconds, got {value!r}") from None
 
 
+def env_tokens(name: str) -> int | None:
+    """A token count from the environment (GAIA_TURN_TOKENS, GAIA_TOOL_TOKENS_PER_TURN); None when unset."""
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return None
+    try:
+        tokens = int(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number of tokens, got {value!r}") from None
+    if tokens < 1:
+        raise ValueError(f"{name} must be at least 1, got {tokens}")
+    return tokens
+
+
 @register("gaia_agent")
 class GaiaAgentLoop(AgentLoopBase):
     def __init__(
@@ -45,6 +64,8 @@ class GaiaAgentLoop(AgentLoopBase):
         mcp_servers: str | None = None,
         tool_timeout_s: float | None = None,
         episode_timeout_s: float | None = None,
+        turn_tokens: int | None = None,
+        tool_tokens_per_turn: int | None = None,
         **kwargs: Any,
     ):
         # VeRL hands every agent loop its own tool list; this loop's tools come from MCP.
@@ -65,6 +86,8 @@ class GaiaAgentLoop(AgentLoopBase):
             max_parallel_calls=int(multi_turn.max_parallel_calls or 1),
             episode_timeout_s=episode_timeout_s or _env_float("GAIA_EPISODE_TIMEOUT_S") or 1800.0,
         )
+        self.turn_tokens = turn_tokens or env_tokens("GAIA_TURN_TOKENS")
+        self.tool_tokens = tool_tokens_per_turn or env_tokens("GAIA_TOOL_TOKENS_PER_TURN")
         self.mcp = McpSettings.from_env(
             url=mcp_server_url,
             servers=mcp_servers,
@@ -102,7 +125,10 @@ class GaiaAgentLoop(AgentLoopBase):
             return list(output.token_ids), output.log_probs
 
         result = await run_episode(
-            messages, TokenPolicy(tape, generate_ids), lambda: McpToolSession(self.mcp), self.limits
+            messages,
+            TokenPolicy(tape, generate_ids, turn_tokens=self.turn_tokens, tool_tokens=self.tool_tokens),
+            lambda: McpToolSession(for_row(self.mcp, kwargs.get("extra_info"))),
+            self.limits,
         )
         return self._output(tape, result, server_fields)
 
@@ -114,6 +140,7 @@ class GaiaAgentLoop(AgentLoopBase):
             **server_fields,
             "turn_scores": [],
             "tool_rewards": [],
+            ANSWER_KEY: result.answer,
             # Read by dense_reward_func through extra_info, and handy in rollout dumps.
             "gaia_tool_calls": metrics.total_tool_calls,
             "gaia_tool_errors": metrics.tool_errors,

@@ -2,7 +2,12 @@
 
 Composes VeRL's own Hydra config (`verl/trainer/config/ppo_trainer.yaml`) with the overrides,
 as `python -m verl.trainer.main_ppo` would, then runs `verl.utils.config.validate_config`
-(batch and micro-batch arithmetic) and the checks VeRL does not do itself. No GPU, no Ray.
+(batch and micro-batch arithmetic) and the checks VeRL does not do itself. Then it goes as far as
+main_ppo goes before it asks Ray for GPUs (`reach`): the task runner's imports, the tokenizer, the
+datasets built by VeRL's own `create_rl_dataset`, every prompt rendered with the tool schemas the
+gateway serves for MCP_SERVERS, the reward function called on a right answer, the reward manager
+and the episode's token budget. What it could not reach (no gateway, no rollout engine on a CPU
+machine) it says, one line each. No GPU, no Ray.
 Hydra already rejects a misspelled key; a `+key` can add one that VeRL then ignores, so added
 keys are refused outside the few free-form places. Known traps:
   - `trainer.num_steps` is not a VeRL key; the step budget is `trainer.total_training_steps`.
@@ -14,9 +19,13 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import math
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .budget import Budget
 
 # `+key=value` may add keys only under these: VeRL passes them through as free-form mappings.
 FREE_FORM_PREFIXES = (
@@ -168,6 +177,218 @@ def check(overrides: list[str]) -> Any:
     return config
 
 
+@dataclass
+class Reach:
+    """What the dry run built before GPU placement, what it could not, and the episode's budget."""
+
+    done: list[str] = field(default_factory=list)
+    not_reached: list[str] = field(default_factory=list)
+    budget: Budget | None = None
+
+
+# Reward managers that merge the agent loop's extra_fields into the reward's extra_info.
+MERGING_REWARD_MANAGERS = ("naive", "limited", "remote")
+
+
+def _import_task_runner(config: Any, reach: Reach) -> None:
+    try:
+        import transfer_queue  # noqa: F401
+        from verl.trainer.main_ppo import TaskRunnerV1  # noqa: F401
+        from verl.trainer.ppo.v1 import get_trainer_cls
+    except ImportError as exc:
+        raise ConfigError(
+            f"verl's default trainer does not import ({exc}): run scripts/trainer-extra.sh, or "
+            "pip install 'gaia-train[verl]'"
+        ) from exc
+    if config.trainer.use_v1:
+        mode = config.trainer.v1.trainer_mode
+        try:
+            trainer_cls = get_trainer_cls(mode)
+        except Exception as exc:  # an unknown mode is a KeyError or ValueError, depending on the registry
+            raise ConfigError(f"trainer.v1.trainer_mode={mode}: {exc}") from exc
+        reach.done.append(f"imported the v1 task runner and its trainer {trainer_cls.__name__} ({mode})")
+    else:
+        from verl.trainer.main_ppo_v0 import TaskRunner  # noqa: F401
+
+        reach.done.append("imported the legacy (v0) task runner")
+    engine = config.actor_rollout_ref.rollout.name
+    if importlib.util.find_spec(engine) is None:
+        reach.not_reached.append(
+            f"the rollout engine: {engine} is not installed here (GPU only; pip install 'gaia-train[verl]')"
+        )
+    else:
+        reach.done.append(f"found the rollout engine {engine}")
+
+
+def _load_tokenizer(config: Any, reach: Reach) -> Any | None:
+    from verl.utils.config import omega_conf_to_dataclass
+
+    try:
+        model = omega_conf_to_dataclass(config.actor_rollout_ref.model)
+    except Exception as exc:  # no local copy and no hub: offline machines meet this
+        reach.not_reached.append(
+            f"the tokenizer of {config.actor_rollout_ref.model.path} ({type(exc).__name__}: {exc}); "
+            "prompt tokens were not counted"
+        )
+        return None
+    reach.done.append(f"loaded the tokenizer of {config.actor_rollout_ref.model.path}")
+    return model.tokenizer
+
+
+def _build_datasets(config: Any, tokenizer: Any, reach: Reach) -> None:
+    from verl.trainer.ppo.utils import create_rl_dataset
+
+    for key, is_train in (("train_files", True), ("val_files", False)):
+        try:
+            dataset = create_rl_dataset(config.data[key], config.data, tokenizer, None, is_train=is_train)
+        except Exception as exc:
+            raise ConfigError(f"VeRL cannot build its dataset from data.{key}: {exc}") from exc
+        if len(dataset) == 0:
+            raise ConfigError(f"data.{key}: VeRL's dataset is empty after its own filtering")
+        reach.done.append(f"built VeRL's dataset from data.{key}: {len(dataset)} rows")
+
+
+def _rows(config: Any) -> list[dict[str, Any]]:
+    from .dataset import read_rows
+
+    rows = []
+    for key in ("train_files", "val_files"):
+        files = config.data[key]
+        for name in [files] if isinstance(files, str) else list(files):
+            rows.extend(read_rows(Path(str(name)).expanduser()))
+    return rows
+
+
+def _tool_schemas(reach: Reach) -> list[dict[str, Any]] | None:
+    import anyio
+
+    from .mcp_session import McpSettings, McpToolSession
+
+    settings = McpSettings.from_env()
+
+    async def listing() -> list[dict[str, Any]]:
+        with anyio.fail_after(30):
+            async with McpToolSession(settings) as session:
+                return session.openai_tools()
+
+    try:
+        tools = anyio.run(listing)
+    except Exception as exc:
+        reach.not_reached.append(
+            f"the gateway at {settings.url} ({type(exc).__name__}: {exc}); prompts were counted without "
+            "their tool schemas: start the gateway (gaia-env serve) and run the dry run again"
+        )
+        return None
+    reach.done.append(
+        f"listed {len(tools)} tools from {settings.url} for servers {settings.servers or 'all'}"
+    )
+    return tools
+
+
+def _longest_prompt(
+    config: Any, tokenizer: Any, rows: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> int:
+    from omegaconf import OmegaConf
+
+    from .tokens import TokenTape
+
+    kwargs = config.data.get("apply_chat_template_kwargs")
+    kwargs = OmegaConf.to_container(kwargs) if OmegaConf.is_config(kwargs) else dict(kwargs or {})
+    tape = TokenTape(tokenizer, response_length=1, chat_template_kwargs=kwargs)
+    return max(len(tape.begin(list(row["prompt"]), tools)) for row in rows)
+
+
+def _tool_output_tokens(
+    config: Any, tokenizer: Any, tools: list[dict[str, Any]] | None, rows: list[dict[str, Any]]
+) -> int:
+    """Tokens of one tool output at the character cap, at this tokenizer's rate on real tool text."""
+    import json
+
+    sample = json.dumps(tools, ensure_ascii=False) if tools else " ".join(str(r["prompt"]) for r in rows)
+    chars_per_token = len(sample) / max(1, len(tokenizer.encode(sample, add_special_tokens=False)))
+    return math.ceil(
+        int(config.actor_rollout_ref.rollout.multi_turn.max_tool_response_length) / chars_per_token
+    )
+
+
+def _check_reward_on_a_right_answer(config: Any, rows: list[dict[str, Any]], reach: Reach) -> None:
+    from verl.trainer.ppo.reward import get_custom_reward_fn, resolve_reward_manager_cls
+
+    reward_fn = get_custom_reward_fn(config)
+    scored = [r for r in rows if str(r["reward_model"]["ground_truth"]).strip() != "?"]
+    if reward_fn is not None and scored:
+        row = scored[0]
+        truth = row["reward_model"]["ground_truth"]
+        try:
+            result = reward_fn(
+                data_source=row.get("data_source", "gaia"),
+                solution_str=f"<answer>{truth}</answer>",
+                ground_truth=truth,
+                extra_info=dict(row["extra_info"]),
+            )
+        except Exception as exc:
+            raise ConfigError(
+                f"the reward function fails on the first row: {type(exc).__name__}: {exc}"
+            ) from exc
+        score = result["score"] if isinstance(result, dict) else result
+        if score != 1.0:
+            raise ConfigError(
+                f"the reward function gives {score} to the right answer of the first row, not 1.0"
+            )
+        reach.done.append("called the reward function: 1.0 for the first row's right answer")
+    manager = resolve_reward_manager_cls(config).__name__
+    name = config.reward.reward_manager.name
+    if name in MERGING_REWARD_MANAGERS:
+        reach.done.append(f"reward manager {name} ({manager}) hands the loop's own answer to the reward")
+    else:
+        reach.done.append(
+            f"reward manager {name} ({manager}) does not pass the loop's extra_fields: the reward reads the "
+            "agent's final answer from the decoded text (the same rule)"
+        )
+
+
+def _budget(
+    config: Any, tokenizer: Any, rows: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+) -> Budget:
+    from .verl_agent import env_tokens
+
+    rollout = config.actor_rollout_ref.rollout
+    return Budget(
+        model_len=int(
+            rollout.max_model_len or config.data.max_prompt_length + config.data.max_response_length
+        ),
+        prompt_length=int(config.data.max_prompt_length),
+        response_length=int(config.data.max_response_length),
+        max_turns=int(rollout.multi_turn.max_assistant_turns or 32),
+        turn_tokens=env_tokens("GAIA_TURN_TOKENS"),
+        tool_tokens=env_tokens("GAIA_TOOL_TOKENS_PER_TURN"),
+        longest_prompt=None if tokenizer is None else _longest_prompt(config, tokenizer, rows, tools or []),
+        tool_output_tokens=None if tokenizer is None else _tool_output_tokens(config, tokenizer, tools, rows),
+    )
+
+
+def reach(config: Any) -> Reach:
+    """Build what main_ppo builds before GPU placement; raise ConfigError on the first contradiction."""
+    result = Reach()
+    _import_task_runner(config, result)
+    tokenizer = _load_tokenizer(config, result)
+    if tokenizer is not None:
+        _build_datasets(config, tokenizer, result)
+    rows = _rows(config)
+    _check_reward_on_a_right_answer(config, rows, result)
+    tools = _tool_schemas(result)
+    result.budget = _budget(config, tokenizer, rows, tools)
+    problems = result.budget.problems()
+    if problems:
+        raise ConfigError(
+            "the episode budget does not add up:\n  - "
+            + "\n  - ".join(problems)
+            + "\n"
+            + result.budget.table()
+        )
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     from omegaconf import OmegaConf
 
@@ -178,12 +399,19 @@ def main(argv: list[str] | None = None) -> int:
         # VeRL prints its own progress; keep stdout for the config and the verdict.
         with contextlib.redirect_stdout(sys.stderr):
             config = check(overrides)
+            reached = reach(config)
     except ConfigError as exc:
         print(f"dry run failed: {exc}", file=sys.stderr)
         return 1
     if show:
         print(OmegaConf.to_yaml(config))
     rollout = config.actor_rollout_ref.rollout
+    print("\n".join(f"reached: {line}" for line in reached.done))
+    print("\n".join(f"NOT reached: {line}" for line in reached.not_reached) or "NOT reached: (nothing)")
+    assert reached.budget is not None
+    print("episode budget:\n" + reached.budget.table())
+    for warning in reached.budget.warnings():
+        print(f"warning: {warning}")
     print(
         f"dry run ok: {len(overrides)} overrides; {config.algorithm.adv_estimator}, "
         f"{config.trainer.total_training_steps} steps, batch {config.data.train_batch_size} x n={rollout.n}, "

@@ -8,6 +8,7 @@ only the interface agents trained on this server id expect.
 from typing import Annotated
 
 from gaia_kit import KitServer, run, session_of
+from gaia_kit.hints import hints
 from mcp.server.mcpserver import Context
 from media_audio_server import report, transcribe
 from pydantic import Field
@@ -21,7 +22,7 @@ server = KitServer(
 )
 
 
-@server.tool()
+@server.tool(annotations=hints("Transcribe audio files", read_only=True, open_world=True))
 async def mcp_transcribe_audio(
     audio_urls: Annotated[
         list[str], Field(description="The input audio in given a list of filepaths or urls.")

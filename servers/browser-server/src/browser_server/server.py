@@ -2,7 +2,8 @@
 OpenAI-compatible model (BROWSERUSE_LLM_*, each falling back to MCP_LLM_*).
 
 Each session keeps its own browser profile (cookies, storage, logins) for its lifetime, in a temp
-directory removed when the gateway ends the session; downloads land in the session workspace.
+directory removed when the gateway ends the session; downloads land in the session workspace
+(downloads/), within its disk quota.
 The server runs from its own locked environment (servers/browser-server/.venv): browser-use pins
 exact versions of many packages.
 """
@@ -17,14 +18,19 @@ import os
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import anyio
 import psutil
 from gaia_kit import KitServer, Session, ToolFailure, run, session_of, stdout_to_stderr
+from gaia_kit.calls import current_call
 from gaia_kit.chromium import chromium_args, chromium_path, headless
+from gaia_kit.hints import hints
 from gaia_kit.llm import LLMConfig, configured, llm_status, model_line
+from gaia_kit.paths import free_path
+from gaia_kit.quota import QuotaExceeded, place, scratch
 from mcp.server.mcpserver import Context
 from pydantic import Field, PositiveFloat, PositiveInt, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -85,7 +91,9 @@ def limits() -> Limits:
         ) from None
 
 
-@server.tool()
+@server.tool(
+    annotations=hints("Browser agent", read_only=False, destructive=True, idempotent=False, open_world=True)
+)
 async def browser_use(
     task: Annotated[str, Field(description="The task to perform using the browser automation agent")],
     ctx: Context,
@@ -115,7 +123,7 @@ async def browser_use(
     return _render(report, extract_format)
 
 
-@server.tool()
+@server.tool(annotations=hints("Browser agent capabilities", read_only=True, open_world=False))
 async def get_browser_capabilities() -> str:
     """
     Get information about browser automation capabilities and configuration.
@@ -157,6 +165,7 @@ class Report:
     urls: list[str]
     errors: list[str]
     note: str | None = None
+    downloads: list[str] = field(default_factory=list)
 
 
 async def _run_agent(task: str, steps: int, config: LLMConfig, session: Session, bounds: Limits) -> Report:
@@ -165,41 +174,55 @@ async def _run_agent(task: str, steps: int, config: LLMConfig, session: Session,
     profile = _profile_dir(session.id)
     user_data_dir = profile / "chromium"
     profile.mkdir(parents=True, exist_ok=True)
-    browser = BrowserSession(
-        executable_path=chromium_path(),
-        headless=headless(),
-        args=chromium_args(),
-        chromium_sandbox=False,  # chromium_args() decides: --no-sandbox only as root
-        user_data_dir=str(user_data_dir),
-        # Chromium keeps cookies in memory for up to 30 s and a stopped browser may not write them;
-        # browser-use saves cookies and storage here when it stops and loads them when it starts.
-        storage_state=str(profile / "storage_state.json"),
-        downloads_path=str(session.workspace / "downloads"),
-        enable_default_extensions=False,
-        keep_alive=False,
-    )
-    agent = Agent(
-        task=task,
-        llm=_chat_model(config),
-        browser_session=browser,
-        use_vision=bounds.use_vision,
-        use_judge=False,  # a second model call per task, for browser-use's own evaluations
-        calculate_cost=False,  # would fetch a price list from the internet
-        generate_gif=False,
-        file_system_path=str(profile / "agent-files"),
-        llm_timeout=int(config.timeout_s),
-    )
     note = None
-    with stdout_to_stderr():
-        try:
-            await asyncio.wait_for(agent.run(max_steps=steps), timeout=bounds.task_timeout)
-        except TimeoutError:
-            note = (
-                f"The browser agent stopped at its {bounds.task_timeout:.0f} s deadline "
-                "(BROWSERUSE_TASK_TIMEOUT); what it found so far is below."
-            )
-        finally:
-            await _close(browser, user_data_dir)
+    # Chromium writes downloads itself, so they land outside the workspace first and enter it
+    # afterwards within the session's disk quota.
+    with scratch(session.workspace, prefix=".browser-downloads-") as landing:
+        browser = BrowserSession(
+            executable_path=chromium_path(),
+            headless=headless(),
+            args=chromium_args(),
+            chromium_sandbox=False,  # chromium_args() decides: --no-sandbox only as root
+            user_data_dir=str(user_data_dir),
+            # Chromium keeps cookies in memory for up to 30 s and a stopped browser may not write them;
+            # browser-use saves cookies and storage here when it stops and loads them when it starts.
+            storage_state=str(profile / "storage_state.json"),
+            downloads_path=str(landing),
+            enable_default_extensions=False,
+            keep_alive=False,
+        )
+        agent = Agent(
+            task=task,
+            llm=_chat_model(config),
+            browser_session=browser,
+            use_vision=bounds.use_vision,
+            use_judge=False,  # a second model call per task, for browser-use's own evaluations
+            calculate_cost=False,  # would fetch a price list from the internet
+            generate_gif=False,
+            file_system_path=str(profile / "agent-files"),
+            llm_timeout=int(config.timeout_s),
+        )
+        call = current_call()
+
+        async def step_done(agent: Any) -> None:
+            taken = len(agent.history.history)
+            call.progress(taken, steps, f"step {taken} of at most {steps}")
+
+        with stdout_to_stderr():
+            try:
+                await asyncio.wait_for(
+                    agent.run(max_steps=steps, on_step_end=step_done), timeout=bounds.task_timeout
+                )
+            except TimeoutError:
+                note = (
+                    f"The browser agent stopped at its {bounds.task_timeout:.0f} s deadline "
+                    "(BROWSERUSE_TASK_TIMEOUT); what it found so far is below."
+                )
+            finally:
+                # Shielded: a cancelled call (the client cancelled or left) must still stop Chromium.
+                with anyio.CancelScope(shield=True):
+                    await _close(browser, user_data_dir)
+                downloads = await asyncio.to_thread(_keep_downloads, landing, session)
     if note is None and _model_never_answered(agent.history):
         first = next(e for e in agent.history.errors() if e)
         raise ToolFailure(
@@ -207,7 +230,27 @@ async def _run_agent(task: str, steps: int, config: LLMConfig, session: Session,
             f"model {config.model} at {config.sources['BASE_URL']} answers and supports JSON-schema "
             "output (response_format json_schema)."
         )
-    return _report(task, agent.history, note, steps)
+    report = _report(task, agent.history, note, steps)
+    report.downloads = downloads
+    return report
+
+
+def _keep_downloads(landing: Path, session: Session) -> list[str]:
+    """Move finished downloads into the workspace's downloads/ folder; one line per file."""
+    lines = []
+    folder = session.paths.resolve("downloads", write=True)
+    for path in sorted(landing.iterdir()):
+        if not path.is_file() or path.suffix == ".crdownload":
+            continue  # Chromium's partial file of a download that did not finish
+        target = free_path(folder, path.name)
+        try:
+            place(path, target, replace=False)
+            lines.append(f"{session.paths.display(target)} ({target.stat().st_size:,} bytes)")
+        except QuotaExceeded as exc:
+            lines.append(f"{path.name} was discarded: {exc}")
+        except OSError as exc:
+            lines.append(f"{path.name} could not be kept ({exc.strerror or exc}).")
+    return lines
 
 
 def _model_never_answered(history: Any) -> bool:
@@ -271,6 +314,8 @@ def _render(report: Report, extract_format: str) -> str:
             parts.append(report.note)
         parts.append("Steps:\n" + "\n".join(report.steps))
         parts.append("URLs visited:\n" + "\n".join(report.urls or ["(none)"]))
+        if report.downloads:
+            parts.append("Downloads:\n" + "\n".join(report.downloads))
         return "\n\n".join(parts)
     status = "done" if report.done else "not finished"
     if report.success is False:
@@ -280,6 +325,8 @@ def _render(report: Report, extract_format: str) -> str:
         lines += ["", f"> {report.note}"]
     lines += ["", f"## Steps ({len(report.steps)})", "", *report.steps]
     lines += ["", "## URLs visited", "", *([f"- {u}" for u in report.urls] or ["(none)"])]
+    if report.downloads:
+        lines += ["", "## Downloads", "", *[f"- {line}" for line in report.downloads]]
     if report.errors:
         lines += ["", "## Errors along the way", "", *[f"- {_short(e, 300)}" for e in report.errors]]
     return "\n".join(lines)

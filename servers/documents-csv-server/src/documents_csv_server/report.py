@@ -177,6 +177,12 @@ def _cell(value: Any) -> str:
 
 
 def _table(headers: list[str], rows: list[list[Any]], fmt: str) -> str:
+    if fmt == "github":
+        # Unpadded: markdown needs no aligned columns, and padding was half of every answer's characters.
+        lines = [headers, ["---"] * len(headers), *rows]
+        return "\n".join(
+            "| " + " | ".join("" if v is None else str(v) for v in line) + " |" for line in lines
+        )
     return tabulate(rows, headers=headers, tablefmt=fmt, disable_numparse=True)
 
 

@@ -4,15 +4,19 @@ The file is streamed in chunks (see profile.py), so a 1 GB CSV is counted row by
 hundred MB. Finished reports are cached per file version, so paging through one costs one pass.
 """
 
+import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from gaia_kit import KitServer, PathGuard, ToolFailure, page, run, session_of
 from gaia_kit.args import MaxLength, OutputFormat
+from gaia_kit.hints import hints
+from gaia_kit.results import with_data
 from mcp.server.mcpserver import Context
+from mcp_types import CallToolResult
 from pydantic import Field
 
 from . import charts, report
@@ -28,11 +32,21 @@ server = KitServer(
 )
 
 _CACHE_SIZE = 16
-_cache: OrderedDict["_Request", str] = OrderedDict()
+_cache: OrderedDict["_Request", tuple[str, dict[str, Any]]] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
-@server.tool()
+@server.tool(
+    annotations=hints(
+        # generate_visualizations writes charts into the workspace; the same call writes the same charts
+        "Extract CSV content",
+        read_only=False,
+        destructive=False,
+        idempotent=True,
+        open_world=False,
+    ),
+    output=dict[str, Any],
+)
 def extract_csv_content(
     file_path: Annotated[str, Field(description="Path to the CSV document file to extract content from")],
     ctx: Context,
@@ -54,7 +68,7 @@ def extract_csv_content(
         int, Field(ge=0, description="Character offset in the report, for reading on")
     ] = 0,
     max_length: MaxLength = None,
-) -> str:
+) -> CallToolResult:
     """Extract content from CSV documents using pandas.
 
     This tool provides comprehensive CSV document content extraction with support for:
@@ -75,12 +89,13 @@ def extract_csv_content(
         include_statistics, generate_visualizations, encoding, delimiter, has_header,
     )  # fmt: skip
     # Charts are files that may be gone by the next call, so reports that list them are not cached.
-    text = None if generate_visualizations else _cached(request)
-    if text is None:
-        text = _report(guard, path, file_path, request)
+    answer = None if generate_visualizations else _cached(request)
+    if answer is None:
+        answer = _report(guard, path, file_path, request)
         if not generate_visualizations:
-            _remember(request, text)
-    return page(text, start_index, max_length)
+            _remember(request, answer)
+    text, data = answer
+    return with_data(page(text, start_index, max_length), data)
 
 
 @dataclass(frozen=True)
@@ -100,22 +115,23 @@ class _Request:
     has_header: bool
 
 
-def _cached(request: _Request) -> str | None:
+def _cached(request: _Request) -> tuple[str, dict[str, Any]] | None:
     with _cache_lock:
-        text = _cache.get(request)
-        if text is not None:
+        answer = _cache.get(request)
+        if answer is not None:
             _cache.move_to_end(request)
-        return text
+        return answer
 
 
-def _remember(request: _Request, text: str) -> None:
+def _remember(request: _Request, answer: tuple[str, dict[str, Any]]) -> None:
     with _cache_lock:
-        _cache[request] = text
+        _cache[request] = answer
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
 
 
-def _report(guard: PathGuard, path: Path, raw: str, request: _Request) -> str:
+def _report(guard: PathGuard, path: Path, raw: str, request: _Request) -> tuple[str, dict[str, Any]]:
+    """The report as text in the asked format, and as data (the json format's object)."""
     layout = detect(path, raw, request.encoding, request.delimiter)
     # Charts need the statistics pass even when the report leaves statistics out.
     result = profile(
@@ -131,10 +147,12 @@ def _report(guard: PathGuard, path: Path, raw: str, request: _Request) -> str:
     )  # fmt: skip
     if request.visualize and not written:
         built["notes"].append("No chart was drawn: the file has no numeric or few-valued text columns.")
-    return report.render(built, request.output_format)
+    as_json = report.render(built, "json")
+    text = as_json if request.output_format == "json" else report.render(built, request.output_format)
+    return text, json.loads(as_json)
 
 
-@server.tool()
+@server.tool(annotations=hints("List supported CSV formats", read_only=True, open_world=False))
 def list_supported_formats() -> str:
     """List all supported CSV formats for extraction."""
     return "\n".join(

@@ -7,7 +7,6 @@ loop or a worker thread hostage, and a PDF that makes the parser spin is killed,
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,9 @@ from typing import Annotated
 
 from gaia_kit import KitServer, ToolFailure, get_settings, run, session_of
 from gaia_kit.args import MaxLength
+from gaia_kit.calls import current_call
+from gaia_kit.hints import hints
+from gaia_kit.process import run_in_group
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
@@ -32,7 +34,7 @@ server = KitServer(
 )
 
 
-@server.tool()
+@server.tool(annotations=hints("Convert PDF to Markdown", read_only=True, open_world=False))
 def convert_document_to_markdown(
     file_path: Annotated[str, Field(description="Path to the document file")],
     ctx: Context,
@@ -111,41 +113,45 @@ def _page_range(pages: str | None) -> tuple[int, int | None]:
 
 
 def _run_worker(request: dict, raw: str) -> dict:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "documents_pdf_server.worker"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,  # its own process group: the deadline kills tesseract too
-    )
+    # The worker reports each page on a pipe of its own: stdout carries the answer, stderr the noise.
+    progress_in, progress_out = os.pipe()
+    os.set_blocking(progress_in, False)
     try:
-        out, err = process.communicate(json.dumps(request).encode(), timeout=DEADLINE_S)
+        done = run_in_group(
+            [sys.executable, "-m", "documents_pdf_server.worker"],
+            timeout=DEADLINE_S,
+            input=json.dumps(request).encode(),
+            env={**os.environ, "PDF_PROGRESS_FD": str(progress_out)},
+            pass_fds=(progress_out,),
+            tick=lambda: _relay_progress(progress_in),
+        )
     except subprocess.TimeoutExpired:
-        _kill(process)
         raise ToolFailure(
             f"Converting {raw} took longer than {DEADLINE_S:.0f} s and was stopped; ask for fewer pages "
             "(pages='1-20'), or pass ocr=false if the pages are scans."
         ) from None
-    except BaseException:
-        _kill(process)
-        raise
-    if process.returncode != 0:
-        last = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [
-            f"exit status {process.returncode}"
+    finally:
+        os.close(progress_in)
+        os.close(progress_out)
+    if done.returncode != 0:
+        last = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [
+            f"exit status {done.returncode}"
         ]
         raise ToolFailure(f"Converting {raw} failed ({last[0][:300]}); the file may be damaged.")
-    answer = json.loads(out)
+    answer = json.loads(done.stdout)
     if "refused" in answer:
         raise ToolFailure(f"{raw} {answer['refused']}.")
     return answer
 
 
-def _kill(process: subprocess.Popen) -> None:
+def _relay_progress(pipe: int) -> None:
     try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    process.wait()
+        lines = os.read(pipe, 65536).decode().splitlines()
+    except BlockingIOError:
+        return
+    if lines:
+        done, planned, message = json.loads(lines[-1])
+        current_call().progress(done, planned, message)
 
 
 def _render(answer: dict, name: str, shown: str, paginate: bool, start: int, limit: int) -> str:

@@ -56,9 +56,11 @@ def convert(request: dict) -> dict:
     headers = IdentifyHeaders(doc, pages=list(range(0, total, step))[:HEADER_SAMPLE_PAGES])
     wanted, budget = request["wanted_chars"], request["max_pages"]
     pages, produced = [], 0
+    planned = min(last - first + 1, budget)
     for number in range(first, last + 1):
         if produced >= wanted or len(pages) >= budget:
             break
+        _progress(len(pages), planned, f"converting page {number} of {total}")
         page = doc[number - 1]
         ocr = False
         if request["ocr"] and not page.get_text("text").strip() and _has_ink(page):
@@ -70,6 +72,13 @@ def convert(request: dict) -> dict:
         pages.append({"page": number, "text": text, "ocr": ocr})
         produced += len(text) + 40  # the separator between pages
     return {"total_pages": total, "first": first, "last": last, "pages": pages}
+
+
+def _progress(done: int, planned: int, message: str) -> None:
+    """One line on the server's progress pipe (PDF_PROGRESS_FD), when it gave one."""
+    fd = os.environ.get("PDF_PROGRESS_FD")
+    if fd:
+        os.write(int(fd), json.dumps([done, planned, message]).encode() + b"\n")
 
 
 def _has_ink(page: pymupdf.Page) -> bool:

@@ -9,6 +9,7 @@ from typing import Annotated
 from gaia_kit import KitServer, page, run, session_of
 from gaia_kit.args import MaxLength, OutputFormat, StartIndex
 from gaia_kit.convert import soffice_binary
+from gaia_kit.hints import hints
 from gaia_kit.office import readable_copy
 from mcp.server.mcpserver import Context
 from pydantic import Field
@@ -26,7 +27,16 @@ server = KitServer(
 )
 
 
-@server.tool()
+@server.tool(
+    annotations=hints(
+        # slide images are saved into the workspace; the same call saves the same files
+        "Extract PPTX content",
+        read_only=False,
+        destructive=False,
+        idempotent=True,
+        open_world=False,
+    )
+)
 def extract_pptx_content(
     file_path: Annotated[
         str, Field(description="Path to the PPTX/PPT presentation file to extract content from")
@@ -65,7 +75,7 @@ def extract_pptx_content(
     return page(build(path.name, shown, result, include_structure, notes), start_index, max_length)
 
 
-@server.tool()
+@server.tool(annotations=hints("List supported presentation formats", read_only=True, open_world=False))
 def list_supported_formats() -> str:
     """List all supported presentation formats for extraction."""
     legacy = "available" if soffice_binary() else "not available here (install libreoffice-impress-nogui)"

@@ -7,6 +7,7 @@ first GAIA_MAX_READ_BYTES), so a 1 GB log costs a window's worth of memory, not 
 from typing import Annotated, Literal
 
 from gaia_kit import KitServer, ToolFailure, get_settings, run, session_of
+from gaia_kit.hints import hints
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
@@ -22,7 +23,7 @@ server = KitServer(
 )
 
 
-@server.tool()
+@server.tool(annotations=hints("Extract text content", read_only=True, open_world=False))
 def extract_text_content(
     file_path: Annotated[str, Field(description="Path to the text document file to extract content from")],
     ctx: Context,
@@ -74,7 +75,7 @@ def extract_text_content(
     return render.as_markdown(rows, result.content, language, note)
 
 
-@server.tool()
+@server.tool(annotations=hints("List supported text formats", read_only=True, open_world=False))
 def list_supported_formats() -> str:
     """List all supported text formats for extraction."""
     groups: dict[str, list[str]] = {}

@@ -1,18 +1,15 @@
 """download-server: a file from the web into the session workspace.
 
 The body is streamed by gaia_kit.http (SSRF guard on every hop, retries, record/replay cache) into a
-temporary file beside the target, checked, and renamed into place: a failure leaves nothing behind.
+temporary file outside the workspace, checked, and moved into place within the session's disk quota
+(gaia_kit.quota): a failure leaves nothing behind.
 DOWNLOAD_MAX_BYTES caps the size, DOWNLOAD_MAX_TIMEOUT_S the time a call may ask for.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import mimetypes
-import os
 import re
-import tempfile
 import unicodedata
 from pathlib import Path
 from typing import Annotated, Any
@@ -21,10 +18,14 @@ from urllib.parse import unquote
 import httpx
 from gaia_kit import KitServer, PathGuard, ToolFailure, run, run_blocking, session_of
 from gaia_kit.args import OutputFormat
+from gaia_kit.hints import hints
 from gaia_kit.http import HttpResponse, TooLarge, shared_http
 from gaia_kit.output import formatted
+from gaia_kit.quota import place, room_for, staged
+from gaia_kit.results import json_result, with_data
 from mcp.server.mcpserver import Context
-from pydantic import Field
+from mcp_types import CallToolResult
+from pydantic import BaseModel, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .sniff import same_kind, sniff_type
@@ -50,7 +51,28 @@ class DownloadSettings(BaseSettings):
     max_timeout_s: int = 600
 
 
-@server.tool()
+class Downloaded(BaseModel):
+    success: bool
+    url: str
+    final_url: str
+    bytes: int
+    content_type: str
+    server_content_type: str | None
+    notes: list[str]
+    saved_to: str
+
+
+@server.tool(
+    annotations=hints(
+        # overwrite=true replaces an existing file; the same call saves the same file again
+        "Download file",
+        read_only=False,
+        destructive=True,
+        idempotent=True,
+        open_world=True,
+    ),
+    output=Downloaded,
+)
 async def download_file(
     url: Annotated[str, Field(description="HTTP/HTTPS URL of the file to download")],
     output_file_path: Annotated[
@@ -66,12 +88,13 @@ async def download_file(
     ] = False,
     timeout: Annotated[int, Field(ge=1, description="Download timeout in seconds (default: 60)")] = 60,
     output_format: OutputFormat = "markdown",
-) -> str:
+) -> CallToolResult:
     """Download a file from a URL into the session workspace.
 
-    The file name is made safe, the size is capped (see get_download_capabilities), the type is
-    sniffed from the bytes, and the file appears only once complete: a failed download leaves
-    nothing behind. An existing file is kept unless overwrite is true.
+    The file name is made safe, the size is capped (see get_download_capabilities) and so is the
+    session workspace's disk quota, the type is sniffed from the bytes, and the file appears only
+    once complete: a failed download leaves nothing behind. An existing file is kept unless
+    overwrite is true.
     """
     settings = DownloadSettings()
     paths = session_of(ctx).paths
@@ -80,34 +103,30 @@ async def download_file(
     if not into_folder:
         _check_free(paths, target, overwrite)
     seconds = min(timeout, settings.max_timeout_s)
-    await run_blocking(lambda: folder.mkdir(parents=True, exist_ok=True))
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".download-", suffix=".part")
-    os.close(handle)
-    try:
+    room = await run_blocking(room_for, target)
+    limit = settings.max_bytes if room is None else min(settings.max_bytes, room)
+    with staged(target, suffix=".part") as temporary:
         try:
             response = await shared_http().download(
-                url, Path(temporary), max_bytes=settings.max_bytes, timeout_s=seconds
+                url, temporary, max_bytes=max(limit, 1), timeout_s=seconds
             )
         except TooLarge:
-            raise ToolFailure(
-                f"The file at {url[:200]} is larger than {settings.max_bytes:,} bytes (DOWNLOAD_MAX_BYTES); "
-                "nothing was saved. Find a smaller file, or ask for the limit to be raised."
-            ) from None
+            raise ToolFailure(_too_large(url, settings.max_bytes, room)) from None
         if into_folder:
             target = paths.resolve(str(folder / _name_of(response)), write=True)
         _check_free(paths, target, overwrite)  # again: the name may be new, or another call took it
-        report = await run_blocking(_finish, Path(temporary), target, response, overwrite)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
+        report = await run_blocking(_finish, temporary, target, response, overwrite)
     report = {"url": url, **report, "saved_to": paths.display(target)}
     if timeout > seconds:
         report["notes"].append(f"timeout {timeout} s was lowered to {seconds} s (DOWNLOAD_MAX_TIMEOUT_S).")
-    return formatted({"success": True, **report}, output_format, _report_md)
+    report = {"success": True, **report}
+    return with_data(formatted(report, output_format, _report_md), report)
 
 
-@server.tool()
-def get_download_capabilities() -> str:
+@server.tool(
+    annotations=hints("Download capabilities", read_only=True, open_world=False), output=dict[str, Any]
+)
+def get_download_capabilities() -> CallToolResult:
     """Get information about download service capabilities and configuration."""
     settings = DownloadSettings()
     info = {
@@ -117,13 +136,14 @@ def get_download_capabilities() -> str:
         "default_timeout_s": 60,
         "saves_to": "the session workspace only (absolute paths must lie inside it)",
         "file_names": "control and reserved characters become '_'; a directory target takes the file's own name",
-        "atomic": "streamed to a hidden .part file beside the target, renamed into place when complete",
+        "atomic": "streamed to a hidden .part file, moved into place when complete",
+        "quota": "the file must fit in the session workspace's quota (GAIA_WORKSPACE_MAX_MB, GAIA_WORKSPACE_MAX_FILES)",
         "content_type": "sniffed from the first bytes and compared with the server's Content-Type",
         "address_guard": "loopback, private, link-local and cloud-metadata addresses are refused (GAIA_HTTP_ALLOW)",
         "cache": "downloads up to GAIA_HTTP_CACHE_MAX_FILE_BYTES are recorded for offline replay",
         "output_formats": ["markdown", "json", "text"],
     }
-    return json.dumps(info, indent=2)
+    return json_result(info)
 
 
 # --- where the file goes --------------------------------------------------------------------------
@@ -196,8 +216,12 @@ def _finish(temporary: Path, target: Path, response: HttpResponse, overwrite: bo
         notes.append(f"The name's extension suggests {by_name}, but the bytes are {sniffed}.")
     if size == 0:
         notes.append("The server sent an empty file.")
-    os.chmod(temporary, 0o644)
-    _place(temporary, target, overwrite)
+    try:
+        place(temporary, target, replace=overwrite)
+    except FileExistsError:
+        raise ToolFailure(
+            f"{target} appeared while downloading; pass overwrite=true, or choose another output_file_path."
+        ) from None
     return {
         "final_url": response.url,
         "bytes": size,
@@ -207,22 +231,16 @@ def _finish(temporary: Path, target: Path, response: HttpResponse, overwrite: bo
     }
 
 
-def _place(temporary: Path, target: Path, overwrite: bool) -> None:
-    """Move the file into place; without overwrite, only while the name is still free."""
-    if overwrite:
-        os.replace(temporary, target)
-        return
-    try:
-        os.link(temporary, target)  # unlike a rename, fails if the name was taken meanwhile
-        return
-    except FileExistsError:
-        pass
-    except OSError:  # a file system without hard links: check, then rename
-        if not target.exists():
-            os.replace(temporary, target)
-            return
-    raise ToolFailure(
-        f"{target} appeared while downloading; pass overwrite=true, or choose another output_file_path."
+def _too_large(url: str, max_bytes: int, room: int | None) -> str:
+    if room is not None and room < max_bytes:
+        return (
+            f"The file at {url[:200]} is larger than the {room / 2**20:,.1f} MB left in the session "
+            "workspace's quota (GAIA_WORKSPACE_MAX_MB); nothing was saved. Delete files the session no "
+            "longer needs (for example with a terminal command: rm -r <path>), then download again."
+        )
+    return (
+        f"The file at {url[:200]} is larger than {max_bytes:,} bytes (DOWNLOAD_MAX_BYTES); "
+        "nothing was saved. Find a smaller file, or ask for the limit to be raised."
     )
 
 

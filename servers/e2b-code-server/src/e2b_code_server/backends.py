@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 from gaia_kit import Session, run_blocking
+from gaia_kit.quota import copy_into
 from gaia_kit.sandbox import Limits, run_sandboxed
 
 from .driver import DRIVER, STATE_FILE
@@ -33,6 +34,7 @@ class RunOutput:
     error: str | None = None
     results: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    note: str | None = None
 
     def render(self, sandbox_id: str) -> str:
         parts = [f"sandbox_id: {sandbox_id}"]
@@ -43,6 +45,8 @@ class RunOutput:
         parts.append(f"error: {self.error}" if self.error else "error: none")
         if self.files:
             parts.append("files written:\n" + "\n".join(f"- {name}" for name in self.files))
+        if self.note:
+            parts.append(f"note: {self.note}")
         return "\n\n".join(parts)
 
 
@@ -66,7 +70,7 @@ class LocalBackend:
 
     async def upload(self, session: Session, source: Path) -> str:
         target = self._dir(session) / source.name
-        await run_blocking(shutil.copyfile, source, target)
+        await run_blocking(copy_into, source, target)  # within the session's disk quota
         return str(target)
 
     async def run(self, session: Session, code: str, language: str) -> RunOutput:
@@ -81,7 +85,7 @@ class LocalBackend:
         outcome = await run_sandboxed(
             argv, workspace=session.workspace, cwd=folder, stdin=code, limits=limits
         )
-        output = RunOutput(stdout=outcome.stdout, stderr=outcome.stderr)
+        output = RunOutput(stdout=outcome.stdout, stderr=outcome.stderr, note=outcome.quota_note)
         if outcome.timed_out or outcome.exit_code != 0:
             lines = [line for line in outcome.stderr.strip().splitlines() if not line.startswith("[Not kept")]
             detail = lines[-1] if lines and outcome.exit_code == 1 else outcome.status()

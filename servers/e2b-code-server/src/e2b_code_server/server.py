@@ -10,6 +10,7 @@ import os
 from typing import Annotated, Literal
 
 from gaia_kit import KitServer, ToolFailure, run, session_of
+from gaia_kit.hints import hints
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
@@ -35,7 +36,11 @@ def _backend() -> E2BBackend | LocalBackend:
 backend = _backend()
 
 
-@server.tool()
+@server.tool(
+    annotations=hints(
+        "Upload file to E2B", read_only=False, destructive=False, idempotent=True, open_world=True
+    )
+)
 async def e2b_upload_file(
     path: Annotated[str, Field(description="The local file path to upload.")], ctx: Context
 ) -> str:
@@ -50,7 +55,9 @@ async def e2b_upload_file(
     return f"Uploaded {path} to {target} (sandbox_id: {backend.sandbox_id(session)}). Open it there in e2b_run_code."
 
 
-@server.tool()
+@server.tool(
+    annotations=hints("Run code in E2B", read_only=False, destructive=True, idempotent=False, open_world=True)
+)
 async def e2b_run_code(
     ctx: Context,
     sandbox_id: Annotated[

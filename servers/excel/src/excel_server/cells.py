@@ -75,6 +75,8 @@ def jsonable(value: Any) -> Any:
         return value
     if isinstance(value, float):
         return value if value == value and value not in (float("inf"), float("-inf")) else str(value)
+    if isinstance(value, datetime) and value.time() == time(0) and value.tzinfo is None:
+        return value.date().isoformat()  # a date cell: Excel keeps dates as midnight datetimes
     if isinstance(value, datetime | date | time):
         return value.isoformat()
     if isinstance(value, timedelta | Decimal):

@@ -1,4 +1,4 @@
-"""Computed values: a workbook's cached values where it has them, the evaluator where it has not."""
+"""Computed values: a workbook's cached values where it has them, the formula engine where it has not."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from gaia_kit import ToolFailure
 from openpyxl.worksheet.formula import ArrayFormula
 
 from . import files
-from .formulas import Evaluator, ExcelError, Uncomputable
+from .engine import Evaluator
+from .formulas import ExcelError, Uncomputable
 
 
 def formula_text(value: Any) -> str | None:
@@ -39,7 +40,8 @@ def evaluator(book: Any, cached: Any | None = None) -> Evaluator:
     def extent(sheet: str) -> tuple[int, int]:
         return book[sheet].max_row, book[sheet].max_column
 
-    return Evaluator(source, list(book.sheetnames), extent)
+    names = {name: defined.attr_text for name, defined in book.defined_names.items() if defined.attr_text}
+    return Evaluator(source, list(book.sheetnames), extent, names)
 
 
 class LazyEvaluator:
@@ -70,7 +72,9 @@ def compute(
     """Compute a cell (row, col) of `sheet`, or a free-standing `formula` placed on it."""
     try:
         value = (
-            engine.formula_value(sheet, formula) if formula is not None else engine.cell(sheet, row, col, 0)
+            engine.formula_value(sheet, formula, row or 1, col or 1)
+            if formula is not None
+            else engine.cell(sheet, row, col, 0)
         )
     except Uncomputable as exc:
         return None, str(exc)

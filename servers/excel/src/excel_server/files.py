@@ -22,6 +22,7 @@ from pathlib import Path
 from xml.etree.ElementTree import ParseError
 
 from gaia_kit import PathGuard, ToolFailure
+from gaia_kit.quota import place, scratch, staged
 from gaia_kit.text import sniff_encoding
 from openpyxl import Workbook, load_workbook
 from openpyxl.utils.cell import range_boundaries
@@ -196,19 +197,12 @@ def workbook_lock(path: Path) -> Iterator[None]:
 
 
 def save_atomically(book: Workbook, path: Path) -> None:
-    """Save to a temp file beside `path`, flush it to disk, then rename it over `path`."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:100]}.", suffix=".tmp")
-    os.close(fd)
-    try:
+    """Save to a temp file, flush it to disk, then move it over `path` within the session's disk quota."""
+    with staged(path) as tmp:
         book.save(tmp)
         with open(tmp, "rb") as handle:
             os.fsync(handle.fileno())
-        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+        place(tmp, path)
 
 
 # ----------------------------------------------------------------------------- conversions
@@ -231,9 +225,9 @@ def _converted(guard: PathGuard, source: Path, raw: str, convert) -> Path:
 def _xls_to_xlsx(source: Path, target: Path, raw: str) -> None:
     from gaia_kit.convert import convert_with_libreoffice
 
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".convert-") as out:
-        produced = convert_with_libreoffice(source, "xlsx", Path(out), CONVERT_TIMEOUT)
-        os.replace(produced, target)
+    with scratch(target, prefix=".convert-") as out:
+        produced = convert_with_libreoffice(source, "xlsx", out, CONVERT_TIMEOUT)
+        place(produced, target)
 
 
 def _csv_to_xlsx(source: Path, target: Path, raw: str) -> None:

@@ -8,16 +8,29 @@ the server's cap with the start_cell that reads on.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 from xml.etree.ElementTree import fromstring
 
-from gaia_kit import get_settings
+from gaia_kit import ToolFailure, get_settings
+from openpyxl.utils.datetime import from_excel
 
 from . import cells, files
 from .compute import LazyEvaluator, formula_text
 
 PREVIEW_ROWS = 10
+LAYOUTS = ("cells", "rows")
+
+
+def default_layout() -> str:
+    """read_data_from_excel's layout when a call names none: GAIA_EXCEL_READ_LAYOUT, else cells."""
+    chosen = os.environ.get("GAIA_EXCEL_READ_LAYOUT", "cells").strip().lower() or "cells"
+    if chosen not in LAYOUTS:
+        raise ToolFailure(f"GAIA_EXCEL_READ_LAYOUT is {chosen!r}; set it to cells or rows (or unset it).")
+    return chosen
+
+
 MAIN_NS = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 
 
@@ -30,7 +43,11 @@ def read_cells(
     preview_only: bool,
     include_formulas: bool,
     max_rows: int | None,
+    layout: str = "cells",
 ) -> dict[str, Any]:
+    """The cells of a range, page by page. layout "cells" (the reference format): one object per
+    cell; "rows": one array per row, about a quarter of the characters (see docs/tools.md)."""
+    size_of = _row_size if layout == "rows" else _cells_size
     min_row, min_col = cells.cell(start_cell)
     max_row = max_col = None
     if end_cell:
@@ -49,7 +66,7 @@ def read_cells(
         bounds = {"min_row": min_row, "min_col": min_col, "max_row": max_row, "max_col": max_col}
         evaluator = LazyEvaluator(path, raw)
         out: list[dict[str, Any]] = []
-        used, rows_read, last_row, next_row, truncated_row = 0, 0, None, None, False
+        used, rows_read, first_row, last_row, next_row, truncated_row = 0, 0, None, None, None, False
         uncomputed = 0
         rows = zip(values_sheet.iter_rows(**bounds), formula_sheet.iter_rows(**bounds), strict=False)
         for value_row, formula_row in rows:
@@ -67,7 +84,7 @@ def read_cells(
             if row_limit is not None and rows_read >= row_limit:
                 next_row = row_number
                 break
-            size = sum(len(json.dumps(e, ensure_ascii=False, default=str)) + 2 for e in entries)
+            size = size_of(entries)
             if used + size > budget:
                 if out:
                     next_row = row_number
@@ -76,6 +93,7 @@ def read_cells(
             out.extend(entries)
             used += size
             rows_read += 1
+            first_row = first_row or row_number
             last_row = row_number
             if truncated_row:
                 next_row = row_number + 1
@@ -83,19 +101,24 @@ def read_cells(
     finally:
         values_book.close()
         formula_book.close()
-    result: dict[str, Any] = {
-        "file": raw,
-        "sheet_name": sheet_name,
-        "sheet_dimension": dimension,
-        "range": _shown_range(min_row, min_col, max_row, max_col, last_row),
-        "cells": out,
-    }
-    notes = [
-        "Empty cells are left out. Values are computed values; formulas are shown when include_formulas=true."
-    ]
+    if layout == "rows":
+        result = _as_rows(out, dimension, first_row, min_col, max_col)
+        notes: list[str] = []
+    else:
+        result = {
+            "file": raw,
+            "sheet_name": sheet_name,
+            "sheet_dimension": dimension,
+            "range": _shown_range(min_row, min_col, max_row, max_col, last_row),
+            "cells": out,
+        }
+        notes = [
+            "Empty cells are left out. Values are computed values; formulas are shown when "
+            "include_formulas=true."
+        ]
     if path.name != Path(raw).name:
         notes.append(f"{raw} was converted to {path.name} in the workspace to be read.")
-    if uncomputed:
+    if uncomputed and layout != "rows":  # rows: the not_computed map says it
         notes.append(
             f"{uncomputed} formula cell(s) have no saved value and could not be computed here "
             "(see not_computed); Excel or LibreOffice will calculate them."
@@ -110,7 +133,61 @@ def read_cells(
             f"More rows follow. Call again with start_cell='{column}{next_row}'{end} to read on"
             + (" (or preview_only=false to read everything)." if preview_only else ".")
         )
-    result["notes"] = notes
+    if notes or layout != "rows":
+        result["notes"] = notes
+    return result
+
+
+def as_json(result: dict[str, Any]) -> str:
+    """The result as JSON with one cell (or row) a line and no indentation: whitespace is tokens too."""
+
+    def dump(value: Any) -> str:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+    parts = []
+    for key, value in result.items():
+        if key in ("cells", "rows") and value:
+            parts.append(f"{dump(key)}:[\n" + ",\n".join(dump(item) for item in value) + "\n]")
+        else:
+            parts.append(f"{dump(key)}:{dump(value)}")
+    return "{" + ",\n".join(parts) + "}"
+
+
+def _cells_size(entries: list[dict]) -> int:
+    return sum(
+        len(json.dumps(e, ensure_ascii=False, separators=(",", ":"), default=str)) + 2 for e in entries
+    )
+
+
+def _row_size(entries: list[dict]) -> int:
+    extras = sum(len(json.dumps(e, ensure_ascii=False, default=str)) for e in entries if len(e) > 4)
+    return 3 + sum(len(json.dumps(e["value"], ensure_ascii=False, default=str)) + 1 for e in entries) + extras
+
+
+def _as_rows(
+    entries: list[dict], dimension: str | None, first_row: int | None, min_col: int, max_col: int | None
+) -> dict[str, Any]:
+    """Entries as a 2-D array over the range they cover (null for an empty cell), plus what some
+    cells carry beyond their value, keyed by address: formulas, reasons, validation rules."""
+    if not entries or first_row is None:
+        return {"sheet_dimension": dimension, "range": None, "rows": []}
+    right = max_col or max(e["column"] for e in entries)
+    bottom = max(e["row"] for e in entries)
+    grid: list[list[Any]] = [[] for _ in range(bottom - first_row + 1)]
+    extras: dict[str, dict[str, Any]] = {}
+    for entry in entries:
+        line = grid[entry["row"] - first_row]
+        line.extend([None] * (entry["column"] - min_col + 1 - len(line)))
+        line[entry["column"] - min_col] = entry["value"]
+        for key in ("formula", "not_computed"):
+            if key in entry:
+                extras.setdefault(key + "s" if key == "formula" else key, {})[entry["address"]] = entry[key]
+    result: dict[str, Any] = {
+        "sheet_dimension": dimension,
+        "range": cells.range_text(first_row, min_col, bottom, right),
+        "rows": grid,
+    }
+    result.update(extras)
     return result
 
 
@@ -126,6 +203,8 @@ def _entry(
     value, reason = value_cell.value, None
     if value is None:
         value, reason = evaluator.value(sheet, row, column)
+        if getattr(formula_cell, "is_date", False) and isinstance(value, int | float):
+            value = from_excel(value)  # a computed date, shown as the cell's format shows it
     entry["value"] = cells.jsonable(value)
     if reason is not None:
         entry["not_computed"] = reason
@@ -163,9 +242,20 @@ def _shown_range(
 
 
 def attach_validations(result: dict, path: Path, raw: str, sheet_name: str) -> None:
-    """Add each read cell's validation rule, matching the reference's per-cell metadata."""
+    """Add each read cell's validation rule, matching the reference's per-cell metadata (the rows
+    layout lists each rule once, under the ranges it applies to)."""
     rules = sheet_extras(path, raw, sheet_name)["validations"]
     if not rules:
+        return
+    if "rows" in result:
+        if result["range"] is not None:
+            shown = cells.area(result["range"])
+            touching = [rule for rule in rules if _overlaps(rule["applies_to"], shown)]
+            if touching:
+                result["validation"] = {
+                    rule["applies_to"]: {k: v for k, v in rule.items() if k != "applies_to"}
+                    for rule in touching
+                }
         return
     parsed = [(rule, [cells.area(part) for part in rule["applies_to"].split()]) for rule in rules]
     for entry in result["cells"]:
@@ -173,6 +263,15 @@ def attach_validations(result: dict, path: Path, raw: str, sheet_name: str) -> N
             if any(a <= entry["row"] <= c and b <= entry["column"] <= d for a, b, c, d in areas):
                 entry["validation"] = {k: v for k, v in rule.items() if k != "applies_to"}
                 break
+
+
+def _overlaps(applies_to: str, area: tuple[int, int, int, int]) -> bool:
+    top, left, bottom, right = area
+    for part in applies_to.split():
+        a, b, c, d = cells.area(part)
+        if a <= bottom and c >= top and b <= right and d >= left:
+            return True
+    return False
 
 
 def sheet_extras(path: Path, raw: str, sheet_name: str) -> dict[str, list]:

@@ -2,20 +2,24 @@
 
 Reads stream (read_only mode) and are paged, so any size of sheet is safe to open. Every write
 loads the workbook under a per-file lock and saves it atomically (temp file + rename). Formulas
-are vetted before they are written and computed when read (see formulas.py). .xls and .csv
-files are read through an .xlsx conversion in the workspace.
+are vetted before they are written (formulas.py) and computed when read (engine.py). .xls and
+.csv files are read through an .xlsx conversion in the workspace.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+import threading
+from typing import Annotated, Any, Literal
 
 from gaia_kit import KitServer, ToolFailure, run, session_of
+from gaia_kit.hints import hints
+from gaia_kit.results import with_data
 from mcp.server.mcpserver import Context
-from pydantic import Field
+from mcp_types import CallToolResult, ToolAnnotations
+from pydantic import BaseModel, Field
 
-from . import cells, editing, files, formulas, reading
+from . import cells, editing, engine, files, formulas, reading
 from .compute import compute, describe, evaluator, formula_text
 
 server = KitServer(
@@ -33,12 +37,32 @@ FilePath = Annotated[
 SheetName = Annotated[str, Field(description="Name of the worksheet")]
 CellAddress = Annotated[str, Field(description="Cell address such as A1")]
 MAX_SHOWN = 20
+WARM_AFTER_S = 20.0
+
+
+def changes(title: str, *, destructive: bool, idempotent: bool) -> ToolAnnotations:
+    """The hints of a tool that edits a workbook in the workspace (and reaches nothing outside it)."""
+    return hints(title, read_only=False, destructive=destructive, idempotent=idempotent, open_world=False)
+
+
+# Reading tools count as read-only: for an .xls or .csv they leave a derived .xlsx copy in the
+# workspace, a conversion cache that changes nothing the agent made.
+class MergedCells(BaseModel):
+    sheet_name: str
+    merged_ranges: list[str]
+
+
+class RangeCheck(BaseModel):
+    range: str
+    valid: bool
+    data_range: str | None
+    inside_data: bool
 
 
 # ----------------------------------------------------------------------------- formulas
 
 
-@server.tool()
+@server.tool(annotations=changes("Apply formula", destructive=True, idempotent=True))
 def apply_formula(
     filepath: FilePath,
     sheet_name: SheetName,
@@ -64,7 +88,7 @@ def apply_formula(
     )
 
 
-@server.tool()
+@server.tool(annotations=hints("Validate formula syntax", read_only=True, open_world=False))
 def validate_formula_syntax(
     filepath: FilePath,
     sheet_name: SheetName,
@@ -85,7 +109,7 @@ def validate_formula_syntax(
     text = "=" + formula.strip().lstrip("=")
     try:
         engine = evaluator(files.open_full(path, filepath), files.open_full(path, filepath, data_only=True))
-        value, reason = compute(engine, sheet_name, formula=text)
+        value, reason = compute(engine, sheet_name, formula=text, row=row, col=col)
     except ToolFailure as exc:
         value, reason = None, str(exc)
     return (
@@ -96,7 +120,9 @@ def validate_formula_syntax(
 # ----------------------------------------------------------------------------- reading
 
 
-@server.tool()
+@server.tool(
+    annotations=hints("Read data from Excel", read_only=True, open_world=False), output=dict[str, Any]
+)
 def read_data_from_excel(
     filepath: FilePath,
     sheet_name: SheetName,
@@ -115,7 +141,14 @@ def read_data_from_excel(
     max_rows: Annotated[
         int | None, Field(ge=1, description="Read at most this many rows (non-empty rows)")
     ] = None,
-) -> str:
+    layout: Annotated[
+        Literal["cells", "rows"] | None,
+        Field(
+            description="cells: one object per cell (address, value, row, column); rows: a 2-D array of "
+            "values over `range`, about a quarter of the size. Default: the server's GAIA_EXCEL_READ_LAYOUT (cells)"
+        ),
+    ] = None,
+) -> CallToolResult:
     """Read data from Excel worksheet with cell metadata including validation rules.
 
     Args:
@@ -132,38 +165,46 @@ def read_data_from_excel(
     """
     guard = session_of(ctx).paths
     path = files.readable(guard, filepath)
+    layout = layout or reading.default_layout()
     result = reading.read_cells(
-        path, filepath, sheet_name, start_cell, end_cell, preview_only, include_formulas, max_rows
+        path, filepath, sheet_name, start_cell, end_cell, preview_only, include_formulas, max_rows, layout
     )
     reading.attach_validations(result, path, filepath, sheet_name)
-    return json.dumps(result, ensure_ascii=False, indent=1, default=str)
+    text = reading.as_json(result)
+    return with_data(text, json.loads(text))
 
 
-@server.tool()
+@server.tool(
+    annotations=hints("Get workbook metadata", read_only=True, open_world=False), output=dict[str, Any]
+)
 def get_workbook_metadata(
     filepath: FilePath,
     ctx: Context,
     include_ranges: Annotated[
         bool, Field(description="Include each sheet's used range and defined names")
     ] = False,
-) -> str:
+) -> CallToolResult:
     """Get metadata about workbook including sheets, ranges, etc."""
     path = files.readable(session_of(ctx).paths, filepath)
-    return reading.metadata(path, filepath, include_ranges)
+    text = reading.metadata(path, filepath, include_ranges)
+    return with_data(text, json.loads(text))
 
 
-@server.tool()
-def get_merged_cells(filepath: FilePath, sheet_name: SheetName, ctx: Context) -> str:
+@server.tool(annotations=hints("Get merged cells", read_only=True, open_world=False), output=MergedCells)
+def get_merged_cells(filepath: FilePath, sheet_name: SheetName, ctx: Context) -> CallToolResult:
     """Get merged cells in a worksheet."""
     path = files.readable(session_of(ctx).paths, filepath)
     merged = reading.sheet_extras(path, filepath, sheet_name)["merged"]
+    data = MergedCells(sheet_name=sheet_name, merged_ranges=merged)
     if not merged:
-        return f"Sheet '{sheet_name}' has no merged cells."
-    return json.dumps({"sheet_name": sheet_name, "merged_ranges": merged}, indent=1)
+        return with_data(f"Sheet '{sheet_name}' has no merged cells.", data)
+    return with_data(json.dumps({"sheet_name": sheet_name, "merged_ranges": merged}, indent=1), data)
 
 
-@server.tool()
-def get_data_validation_info(filepath: FilePath, sheet_name: SheetName, ctx: Context) -> str:
+@server.tool(
+    annotations=hints("Get data validation info", read_only=True, open_world=False), output=dict[str, Any]
+)
+def get_data_validation_info(filepath: FilePath, sheet_name: SheetName, ctx: Context) -> CallToolResult:
     """Get all data validation rules in a worksheet.
 
     This tool helps identify which cell ranges have validation rules and what types of validation are applied.
@@ -177,19 +218,21 @@ def get_data_validation_info(filepath: FilePath, sheet_name: SheetName, ctx: Con
     """
     path = files.readable(session_of(ctx).paths, filepath)
     rules = reading.sheet_extras(path, filepath, sheet_name)["validations"]
+    data = {"sheet_name": sheet_name, "validation_rules": rules}
     if not rules:
-        return f"Sheet '{sheet_name}' has no data validation rules."
-    return json.dumps({"sheet_name": sheet_name, "validation_rules": rules}, ensure_ascii=False, indent=1)
+        return with_data(f"Sheet '{sheet_name}' has no data validation rules.", data)
+    text = json.dumps(data, ensure_ascii=False, indent=1)
+    return with_data(text, json.loads(text))
 
 
-@server.tool()
+@server.tool(annotations=hints("Validate Excel range", read_only=True, open_world=False), output=RangeCheck)
 def validate_excel_range(
     filepath: FilePath,
     sheet_name: SheetName,
     start_cell: CellAddress,
     ctx: Context,
     end_cell: Annotated[str | None, Field(description="Last cell of the range (optional)")] = None,
-) -> str:
+) -> CallToolResult:
     """Validate if a range exists and is properly formatted."""
     area = cells.area(start_cell, end_cell)
     path = files.readable(session_of(ctx).paths, filepath)
@@ -204,11 +247,17 @@ def validate_excel_range(
         book.close()
     text = cells.range_text(*area)
     if used is None or used == "A1:A1" and not _has_data(path, filepath, sheet_name):
-        return f"Range {text} is valid, but sheet '{sheet_name}' holds no data yet."
+        return with_data(
+            f"Range {text} is valid, but sheet '{sheet_name}' holds no data yet.",
+            RangeCheck(range=text, valid=True, data_range=None, inside_data=False),
+        )
     data = cells.area(used)
     inside = data[0] <= area[0] and data[1] <= area[1] and area[2] <= data[2] and area[3] <= data[3]
     where = "inside" if inside else "partly or wholly outside"
-    return f"Range {text} is valid and {where} the sheet's data range {used}."
+    return with_data(
+        f"Range {text} is valid and {where} the sheet's data range {used}.",
+        RangeCheck(range=text, valid=True, data_range=used, inside_data=inside),
+    )
 
 
 def _has_data(path: Any, raw: str, sheet_name: str) -> bool:
@@ -224,7 +273,7 @@ def _has_data(path: Any, raw: str, sheet_name: str) -> bool:
 # ----------------------------------------------------------------------------- writing
 
 
-@server.tool()
+@server.tool(annotations=changes("Write data to Excel", destructive=True, idempotent=True))
 def write_data_to_excel(
     filepath: FilePath,
     sheet_name: Annotated[str, Field(description="Name of worksheet to write to (created if missing)")],
@@ -290,7 +339,7 @@ def write_data_to_excel(
     return "\n".join(lines)
 
 
-@server.tool()
+@server.tool(annotations=changes("Create workbook", destructive=False, idempotent=False))
 def create_workbook(filepath: FilePath, ctx: Context) -> str:
     """Create new Excel workbook (with one empty sheet named Sheet)."""
     guard = session_of(ctx).paths
@@ -301,7 +350,7 @@ def create_workbook(filepath: FilePath, ctx: Context) -> str:
     return f"Created workbook {filepath} with sheet 'Sheet'."
 
 
-@server.tool()
+@server.tool(annotations=changes("Create worksheet", destructive=False, idempotent=False))
 def create_worksheet(filepath: FilePath, sheet_name: SheetName, ctx: Context) -> str:
     """Create new worksheet in workbook."""
     with files.editing(session_of(ctx).paths, filepath) as book:
@@ -311,7 +360,7 @@ def create_worksheet(filepath: FilePath, sheet_name: SheetName, ctx: Context) ->
     return f"Created sheet '{sheet_name}' in {filepath}."
 
 
-@server.tool()
+@server.tool(annotations=changes("Copy worksheet", destructive=False, idempotent=False))
 def copy_worksheet(
     filepath: FilePath,
     source_sheet: Annotated[str, Field(description="Sheet to copy")],
@@ -329,7 +378,7 @@ def copy_worksheet(
     return f"Copied sheet '{source_sheet}' to '{target_sheet}' in {filepath}."
 
 
-@server.tool()
+@server.tool(annotations=changes("Delete worksheet", destructive=True, idempotent=False))
 def delete_worksheet(filepath: FilePath, sheet_name: SheetName, ctx: Context) -> str:
     """Delete worksheet from workbook."""
     with files.editing(session_of(ctx).paths, filepath) as book:
@@ -342,7 +391,7 @@ def delete_worksheet(filepath: FilePath, sheet_name: SheetName, ctx: Context) ->
     return f"Deleted sheet '{sheet_name}' from {filepath}."
 
 
-@server.tool()
+@server.tool(annotations=changes("Rename worksheet", destructive=False, idempotent=False))
 def rename_worksheet(
     filepath: FilePath,
     old_name: Annotated[str, Field(description="Current sheet name")],
@@ -361,7 +410,7 @@ def rename_worksheet(
 # ----------------------------------------------------------------------------- shaping
 
 
-@server.tool()
+@server.tool(annotations=changes("Format range", destructive=False, idempotent=True))
 def format_range(
     filepath: FilePath,
     sheet_name: SheetName,
@@ -418,7 +467,7 @@ def format_range(
     return f"Formatted {sheet_name}!{cells.range_text(*area)}: {', '.join(done)}."
 
 
-@server.tool()
+@server.tool(annotations=changes("Merge cells", destructive=True, idempotent=True))
 def merge_cells(
     filepath: FilePath, sheet_name: SheetName, start_cell: CellAddress, end_cell: CellAddress, ctx: Context
 ) -> str:
@@ -429,7 +478,7 @@ def merge_cells(
     return f"Merged {sheet_name}!{cells.range_text(*area)}."
 
 
-@server.tool()
+@server.tool(annotations=changes("Unmerge cells", destructive=False, idempotent=False))
 def unmerge_cells(
     filepath: FilePath, sheet_name: SheetName, start_cell: CellAddress, end_cell: CellAddress, ctx: Context
 ) -> str:
@@ -445,7 +494,7 @@ def unmerge_cells(
     return f"Unmerged {sheet_name}!{text}."
 
 
-@server.tool()
+@server.tool(annotations=changes("Create table", destructive=False, idempotent=False))
 def create_table(
     filepath: FilePath,
     sheet_name: SheetName,
@@ -461,7 +510,7 @@ def create_table(
     return f"Created table '{name}' over {sheet_name}!{cells.range_text(*area)} with style {table_style}."
 
 
-@server.tool()
+@server.tool(annotations=changes("Create chart", destructive=False, idempotent=False))
 def create_chart(
     filepath: FilePath,
     sheet_name: SheetName,
@@ -484,7 +533,7 @@ def create_chart(
     return f"Created a {chart_type} chart ({series}) from {sheet_name}!{cells.range_text(*area)} at {target_cell}."
 
 
-@server.tool()
+@server.tool(annotations=changes("Create pivot table", destructive=False, idempotent=False))
 def create_pivot_table(
     filepath: FilePath,
     sheet_name: SheetName,
@@ -508,7 +557,7 @@ def create_pivot_table(
     return f"Created pivot table in sheet '{name}' ({len(table) - 1} group(s), {agg_func}):\n{preview}{more}"
 
 
-@server.tool()
+@server.tool(annotations=changes("Copy range", destructive=True, idempotent=True))
 def copy_range(
     filepath: FilePath,
     sheet_name: SheetName,
@@ -530,7 +579,7 @@ def copy_range(
     return f"Copied {sheet_name}!{cells.range_text(*area)} to {target.title}!{placed}."
 
 
-@server.tool()
+@server.tool(annotations=changes("Delete range", destructive=True, idempotent=False))
 def delete_range(
     filepath: FilePath,
     sheet_name: SheetName,
@@ -546,7 +595,7 @@ def delete_range(
     return f"Deleted {sheet_name}!{cells.range_text(*area)} and shifted the cells below/right {shift_direction.strip().lower()}."
 
 
-@server.tool()
+@server.tool(annotations=changes("Insert rows", destructive=False, idempotent=False))
 def insert_rows(
     filepath: FilePath, sheet_name: SheetName, start_row: int, ctx: Context, count: int = 1
 ) -> str:
@@ -554,7 +603,7 @@ def insert_rows(
     return _rows_or_columns(ctx, filepath, sheet_name, "insert_rows", start_row, count)
 
 
-@server.tool()
+@server.tool(annotations=changes("Insert columns", destructive=False, idempotent=False))
 def insert_columns(
     filepath: FilePath, sheet_name: SheetName, start_col: int, ctx: Context, count: int = 1
 ) -> str:
@@ -562,7 +611,7 @@ def insert_columns(
     return _rows_or_columns(ctx, filepath, sheet_name, "insert_cols", start_col, count)
 
 
-@server.tool()
+@server.tool(annotations=changes("Delete rows", destructive=True, idempotent=False))
 def delete_sheet_rows(
     filepath: FilePath, sheet_name: SheetName, start_row: int, ctx: Context, count: int = 1
 ) -> str:
@@ -570,7 +619,7 @@ def delete_sheet_rows(
     return _rows_or_columns(ctx, filepath, sheet_name, "delete_rows", start_row, count)
 
 
-@server.tool()
+@server.tool(annotations=changes("Delete columns", destructive=True, idempotent=False))
 def delete_sheet_columns(
     filepath: FilePath, sheet_name: SheetName, start_col: int, ctx: Context, count: int = 1
 ) -> str:
@@ -601,4 +650,10 @@ def _rows_or_columns(
 
 
 def main() -> None:
+    # The formula engine takes a second or more to import (numpy, scipy): do it while idle, so the
+    # first formula without a cached value does not wait for it; later than start-up, when a
+    # gateway is starting every server at once.
+    warm = threading.Timer(WARM_AFTER_S, engine.warm)
+    warm.daemon = True
+    warm.start()
     run(server)

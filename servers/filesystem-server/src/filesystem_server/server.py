@@ -11,7 +11,7 @@ import shutil
 import stat as stat_module
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from gaia_kit import (
     KitServer,
@@ -20,15 +20,19 @@ from gaia_kit import (
     atomic_write,
     get_settings,
     page,
+    regular_file,
     run,
     session_of,
     truncate,
 )
 from gaia_kit.args import MaxLength
 from gaia_kit.errors import describe_exception
+from gaia_kit.hints import hints
+from gaia_kit.quota import make_dirs
+from gaia_kit.results import with_data
 from mcp.server.mcpserver import Context
-from mcp.types import AudioContent, ImageContent
-from pydantic import Field
+from mcp.types import AudioContent, CallToolResult, ImageContent
+from pydantic import BaseModel, Field
 
 from . import textio, walk
 from .edits import EditOperation, apply_edits, unified_diff
@@ -56,7 +60,51 @@ StartIndex = Annotated[int, Field(ge=0, description="Character offset to start r
 Excludes = Annotated[list[str], Field(description="Glob patterns or names of entries to skip")]
 
 
-@server.tool()
+# Structured results: the same facts as the text answers, as data.
+class Entry(BaseModel):
+    name: str
+    type: Literal["file", "directory"]
+    size: int | None = None
+
+
+class Listing(BaseModel):
+    entries: list[Entry]
+    truncated: bool
+
+
+class TreeData(BaseModel):
+    tree: list[dict[str, Any]]
+    truncated: bool
+
+
+class Matches(BaseModel):
+    paths: list[str]
+    stopped: str | None = None
+
+
+class FileInfo(BaseModel):
+    path: str
+    type: Literal["file", "directory", "other"]
+    size: int
+    created: str | None
+    modified: str
+    accessed: str
+    changed: str
+    permissions: str
+    writable: bool
+    mimeType: str | None = None
+
+
+class Root(BaseModel):
+    path: str
+    writable: bool
+
+
+class Roots(BaseModel):
+    directories: list[Root]
+
+
+@server.tool(annotations=hints("Read text file", read_only=True, open_world=False))
 def read_text_file(
     path: PathArg,
     ctx: Context,
@@ -78,10 +126,11 @@ server.add_tool(
     read_text_file,
     name="read_file",
     description="Read the complete contents of a file as text. DEPRECATED: Use read_text_file instead.",
+    annotations=hints("Read file (deprecated)", read_only=True, open_world=False),
 )
 
 
-@server.tool()
+@server.tool(annotations=hints("Read media file", read_only=True, open_world=False))
 def read_media_file(path: PathArg, ctx: Context) -> list[ImageContent | AudioContent]:
     """Read an image or audio file. Returns the base64 encoded data and MIME type. Only works within
     allowed directories."""
@@ -106,7 +155,7 @@ def read_media_file(path: PathArg, ctx: Context) -> list[ImageContent | AudioCon
     return [AudioContent(type="audio", data=data, mime_type=mime)]
 
 
-@server.tool()
+@server.tool(annotations=hints("Read multiple files", read_only=True, open_world=False))
 def read_multiple_files(
     paths: Annotated[list[str], Field(description="File paths to read")],
     ctx: Context,
@@ -141,7 +190,9 @@ def read_multiple_files(
     return truncate("\n---\n".join(results), cap + 1_000, note="Read fewer files per call.")
 
 
-@server.tool()
+@server.tool(
+    annotations=hints("Write file", read_only=False, destructive=True, idempotent=True, open_world=False)
+)
 def write_file(
     path: PathArg, content: Annotated[str, Field(description="The complete new text")], ctx: Context
 ) -> str:
@@ -151,12 +202,13 @@ def write_file(
     target = session_of(ctx).paths.resolve(path, write=True)
     if target.is_dir():
         raise ToolFailure(f"{path} is a directory; give a file path inside it.")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(target, content)
+    atomic_write(target, content)  # makes missing parents, within the session's disk quota
     return f"Successfully wrote to {path}"
 
 
-@server.tool()
+@server.tool(
+    annotations=hints("Edit file", read_only=False, destructive=True, idempotent=False, open_world=False)
+)
 def edit_file(
     path: PathArg,
     edits: Annotated[list[EditOperation], Field(description="Edits applied in order")],
@@ -167,11 +219,7 @@ def edit_file(
     (if the exact text is not found, lines are matched ignoring indentation). Returns a git-style diff
     showing the changes made. Only works within allowed directories."""
     guard = session_of(ctx).paths
-    target = guard.resolve(path, write=True)
-    if not target.is_file():
-        raise ToolFailure(
-            f"{path} {'is a directory' if target.is_dir() else 'does not exist'}; edit_file needs a file."
-        )
+    target = _existing_file(guard, path, write=True)
     limit = get_settings().max_read_bytes
     if target.stat().st_size > limit:
         raise ToolFailure(f"{path} is larger than {walk.format_size(limit)}, too large to edit in place.")
@@ -195,7 +243,11 @@ def edit_file(
     return truncate(result, get_settings().max_output_chars, note="The edit itself is complete.")
 
 
-@server.tool()
+@server.tool(
+    annotations=hints(
+        "Create directory", read_only=False, destructive=False, idempotent=True, open_world=False
+    )
+)
 def create_directory(path: PathArg, ctx: Context) -> str:
     """Create a new directory or ensure a directory exists. Can create multiple nested directories in one
     operation. If the directory already exists, this operation will succeed silently. Perfect for
@@ -204,12 +256,12 @@ def create_directory(path: PathArg, ctx: Context) -> str:
     target = session_of(ctx).paths.resolve(path, write=True)
     if target.exists() and not target.is_dir():
         raise ToolFailure(f"{path} already exists and is a file, so no directory can be created there.")
-    target.mkdir(parents=True, exist_ok=True)
+    make_dirs(target)
     return f"Successfully created directory {path}"
 
 
-@server.tool()
-def list_directory(path: PathArg, ctx: Context, start_index: StartIndex = 0) -> str:
+@server.tool(annotations=hints("List directory", read_only=True, open_world=False), output=Listing)
+def list_directory(path: PathArg, ctx: Context, start_index: StartIndex = 0) -> CallToolResult:
     """Get a detailed listing of all files and directories in a specified path. Results clearly
     distinguish between files and directories with [FILE] and [DIR] prefixes. This tool is essential for
     understanding directory structure and finding specific files within a directory. Only works within
@@ -219,16 +271,18 @@ def list_directory(path: PathArg, ctx: Context, start_index: StartIndex = 0) -> 
     lines = [f"{'[DIR]' if walk.is_dir(e) else '[FILE]'} {e.name}" for e in entries]
     if more:
         lines.append(_listing_cut_note())
-    return page("\n".join(lines) if lines else f"{path} is empty.", start_index)
+    text = page("\n".join(lines) if lines else f"{path} is empty.", start_index)
+    found = [Entry(name=e.name, type="directory" if walk.is_dir(e) else "file") for e in entries]
+    return with_data(text, Listing(entries=found, truncated=more))
 
 
-@server.tool()
+@server.tool(annotations=hints("List directory with sizes", read_only=True, open_world=False), output=Listing)
 def list_directory_with_sizes(
     path: PathArg,
     ctx: Context,
     sortBy: Annotated[Literal["name", "size"], Field(description="Sort entries by name or size")] = "name",
     start_index: StartIndex = 0,
-) -> str:
+) -> CallToolResult:
     """Get a detailed listing of all files and directories in a specified path, including sizes. Results
     clearly distinguish between files and directories with [FILE] and [DIR] prefixes. This tool is
     useful for understanding directory structure and finding specific files within a directory. Only
@@ -257,17 +311,21 @@ def list_directory_with_sizes(
     ]
     if more:
         lines.append(_listing_cut_note())
-    return page("\n".join(lines), start_index)
+    found = [
+        Entry(name=name, type="directory" if folder else "file", size=None if folder else size)
+        for name, folder, size in rows
+    ]
+    return with_data(page("\n".join(lines), start_index), Listing(entries=found, truncated=more))
 
 
-@server.tool()
+@server.tool(annotations=hints("Directory tree", read_only=True, open_world=False), output=TreeData)
 def directory_tree(
     path: PathArg,
     ctx: Context,
     excludePatterns: Excludes = [],  # noqa: B006 - pydantic copies defaults; the schema shows []
     max_depth: Annotated[int | None, Field(ge=1, description="Levels to descend (default: no limit)")] = None,
     start_index: StartIndex = 0,
-) -> str:
+) -> CallToolResult:
     """Get a recursive tree view of files and directories as a JSON structure. Each entry includes 'name',
     'type' (file/directory), and 'children' for directories. Files have no children array, while
     directories always have a children array (which may be empty). The output is formatted with 2-space
@@ -282,10 +340,12 @@ def directory_tree(
             '"truncated": true have more inside. Call directory_tree on a subdirectory, or pass '
             "excludePatterns, to see more.]"
         )
-    return page(text, start_index)
+    return with_data(page(text, start_index), TreeData(tree=result.children, truncated=result.cut))
 
 
-@server.tool()
+@server.tool(
+    annotations=hints("Move file", read_only=False, destructive=True, idempotent=False, open_world=False)
+)
 def move_file(
     source: Annotated[str, Field(description="The file or directory to move")],
     destination: Annotated[str, Field(description="Its new path; must not exist yet")],
@@ -308,14 +368,14 @@ def move_file(
     return f"Successfully moved {source} to {destination}"
 
 
-@server.tool()
+@server.tool(annotations=hints("Search files", read_only=True, open_world=False), output=Matches)
 def search_files(
     path: PathArg,
     pattern: Annotated[str, Field(description="Part of a name (case-insensitive), or a glob such as *.csv")],
     ctx: Context,
     excludePatterns: Excludes = [],  # noqa: B006 - pydantic copies defaults; the schema shows []
     start_index: StartIndex = 0,
-) -> str:
+) -> CallToolResult:
     """Recursively search for files and directories matching a pattern. Searches through all
     subdirectories from the starting path. The search is case-insensitive and matches partial names;
     a pattern with * ? or [ is a glob against the name (or, if it contains '/', the relative path).
@@ -328,11 +388,12 @@ def search_files(
     text = "\n".join(guard.display(found) for found in result.paths) or "No matches found"
     if result.stopped:
         text += f"\n\n[Search cut short: {result.stopped}. Search a subdirectory or use a narrower pattern.]"
-    return page(text, start_index)
+    shown = [guard.display(found) for found in result.paths]
+    return with_data(page(text, start_index), Matches(paths=shown, stopped=result.stopped or None))
 
 
-@server.tool()
-def get_file_info(path: PathArg, ctx: Context) -> str:
+@server.tool(annotations=hints("Get file info", read_only=True, open_world=False), output=FileInfo)
+def get_file_info(path: PathArg, ctx: Context) -> CallToolResult:
     """Retrieve detailed metadata about a file or directory. Returns comprehensive information including
     size, creation time, last modified time, permissions, and type. This tool is perfect for
     understanding file characteristics without reading the actual content. Only works within allowed
@@ -359,22 +420,30 @@ def get_file_info(path: PathArg, ctx: Context) -> str:
     }
     if kind == "file":
         lines["mimeType"] = media_type(target)
-    return "\n".join(f"{key}: {value}" for key, value in lines.items())
+    data = FileInfo(
+        path=lines["path"], type=kind, size=info.st_size, created=_when(birth) if birth else None,
+        modified=_when(info.st_mtime), accessed=_when(info.st_atime), changed=_when(info.st_ctime),
+        permissions=lines["permissions"], writable=target.is_relative_to(guard.workspace),
+        mimeType=lines.get("mimeType"),
+    )  # fmt: skip
+    return with_data("\n".join(f"{key}: {value}" for key, value in lines.items()), data)
 
 
-@server.tool()
-def list_allowed_directories(ctx: Context) -> str:
+@server.tool(annotations=hints("List allowed directories", read_only=True, open_world=False), output=Roots)
+def list_allowed_directories(ctx: Context) -> CallToolResult:
     """Returns the list of directories that this server is allowed to access. Subdirectories within these
     allowed directories are also accessible. Use this to understand which directories and their nested
     paths are available before trying to access files."""
     guard = session_of(ctx).paths
     lines = ["Allowed directories:", str(guard.workspace)]
     notes = [f"{guard.workspace}: the session workspace (read-write); relative paths resolve here."]
+    roots = [Root(path=str(guard.workspace), writable=True)]
     if guard.dataset is not None and guard.dataset.is_dir():
         shown = guard.display(guard.dataset)
         lines.append(shown)
         notes.append(f"{shown}: the GAIA dataset (read-only).")
-    return "\n".join([*lines, "", *notes])
+        roots.append(Root(path=shown, writable=False))
+    return with_data("\n".join([*lines, "", *notes]), Roots(directories=roots))
 
 
 def _read_text(
@@ -416,13 +485,11 @@ def _line_count(value: float, name: str) -> int:
     return int(value)
 
 
-def _existing_file(guard: PathGuard, raw: str) -> Path:
-    target = guard.resolve(raw)
+def _existing_file(guard: PathGuard, raw: str, *, write: bool = False) -> Path:
+    target = guard.resolve(raw, write=write)
     if target.is_dir():
         raise ToolFailure(f"{raw} is a directory; use list_directory or directory_tree to see inside it.")
-    if not target.exists():
-        raise ToolFailure(f"{raw} does not exist; list its directory to see what is there.")
-    return target
+    return regular_file(target, raw)
 
 
 def _existing_dir(guard: PathGuard, raw: str) -> Path:

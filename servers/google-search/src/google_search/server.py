@@ -11,8 +11,11 @@ from typing import Annotated, Any
 
 from gaia_kit import KitServer, ToolFailure, page, run
 from gaia_kit.args import MaxLength, StartIndex
+from gaia_kit.hints import hints
 from gaia_kit.reader import read_page, reader_backend
-from gaia_kit.search import GOOGLE_PAGE, render, search_check, web_search
+from gaia_kit.results import with_data
+from gaia_kit.search import GOOGLE_PAGE, SearchData, render, search_check, search_data, web_search
+from mcp_types import CallToolResult
 from pydantic import Field
 
 DEFAULT_RESULTS = 5
@@ -23,20 +26,21 @@ server = KitServer(
 )
 
 
-@server.tool()
+@server.tool(annotations=hints("Web search", read_only=True, open_world=True), output=SearchData)
 async def search(
     query: Annotated[str, Field(description="Search query")],
     num: Annotated[float | None, Field(description="Number of results (1-10)", ge=1, le=10)] = None,
-) -> str:
+) -> CallToolResult:
     """Perform a web search query.
 
     Titles, URLs and snippets; read a result with read_webpage.
     """
     count = DEFAULT_RESULTS if num is None else max(1, min(int(num), GOOGLE_PAGE))
-    return page(render(await web_search(query, count), "markdown"))
+    found = await web_search(query, count)
+    return with_data(page(render(found, "markdown")), search_data(found))
 
 
-@server.tool()
+@server.tool(annotations=hints("Read webpage", read_only=True, open_world=True))
 async def read_webpage(
     url: Annotated[str, Field(description="URL of the webpage to read")],
     start_index: StartIndex = 0,

@@ -7,11 +7,21 @@ The backends live in gaia_kit.search, shared with google-search.
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any, Literal
 
 from gaia_kit import KitServer, page, run
-from gaia_kit.search import GOOGLE_PAGE, describe_backend, render, search_check, web_search
+from gaia_kit.hints import hints
+from gaia_kit.results import json_result, with_data
+from gaia_kit.search import (
+    GOOGLE_PAGE,
+    SearchData,
+    describe_backend,
+    render,
+    search_check,
+    search_data,
+    web_search,
+)
+from mcp_types import CallToolResult
 from pydantic import Field
 
 server = KitServer(
@@ -23,7 +33,7 @@ server = KitServer(
 )
 
 
-@server.tool()
+@server.tool(annotations=hints("Google search", read_only=True, open_world=True), output=SearchData)
 async def search_google(
     query: Annotated[str, Field(description="The search query string to search for")],
     num_results: Annotated[
@@ -39,7 +49,7 @@ async def search_google(
     output_format: Annotated[
         Literal["markdown", "json", "text"], Field(description="Output format: 'markdown', 'json', or 'text'")
     ] = "json",
-) -> str:
+) -> CallToolResult:
     """Search the web using Google Custom Search API.
 
     Titles, URLs and snippets of the best results (at most 10); read a result with a page-reading
@@ -48,11 +58,13 @@ async def search_google(
     found = await web_search(
         query, max(1, min(num_results, GOOGLE_PAGE)), safe=safe_search, language=language, country=country
     )
-    return page(render(found, output_format))
+    return with_data(page(render(found, output_format)), search_data(found))
 
 
-@server.tool()
-def get_search_capabilities() -> str:
+@server.tool(
+    annotations=hints("Search capabilities", read_only=True, open_world=False), output=dict[str, Any]
+)
+def get_search_capabilities() -> CallToolResult:
     """Get information about search service capabilities and configuration."""
     info: dict[str, Any] = {
         "backend": describe_backend(),
@@ -68,7 +80,7 @@ def get_search_capabilities() -> str:
         "output_formats": ["json", "markdown", "text"],
         "cache": "online answers are cached by the gaia-env HTTP record/replay cache (GAIA_HTTP_CACHE_MODE)",
     }
-    return json.dumps(info, indent=2)
+    return json_result(info)
 
 
 def check() -> dict[str, Any]:

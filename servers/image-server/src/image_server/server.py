@@ -8,6 +8,7 @@ agents trained on this server id expect.
 from typing import Annotated
 
 from gaia_kit import KitServer, run, session_of
+from gaia_kit.hints import hints
 from gaia_kit.llm import llm_status
 from mcp.server.mcpserver import Context
 from media_image_server import vision
@@ -22,7 +23,7 @@ server = KitServer(
 )
 
 
-@server.tool()
+@server.tool(annotations=hints("Image recognition", read_only=True, open_world=True))
 async def mcp_image_recognition(
     image_urls: Annotated[
         list[str], Field(description="The input image(s) in given a list of local filepaths or urls.")

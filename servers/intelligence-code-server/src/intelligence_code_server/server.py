@@ -10,6 +10,7 @@ import time
 from typing import Annotated, Literal
 
 from gaia_kit import KitServer, ToolFailure, atomic_write, run, session_of
+from gaia_kit.hints import hints
 from gaia_kit.llm import chat, conversation, llm_status, model_line
 from gaia_kit.sandbox import run_sandboxed, sandbox_status
 from mcp.server.mcpserver import Context
@@ -39,7 +40,11 @@ SYSTEM = (
 CODE_BLOCK = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
 
 
-@server.tool()
+@server.tool(
+    annotations=hints(
+        "Generate Python code", read_only=False, destructive=True, idempotent=False, open_world=True
+    )
+)
 async def generate_python_code(
     task_description: Annotated[
         str, Field(description="Description of the programming task or problem to solve")
@@ -129,7 +134,7 @@ async def generate_python_code(
     return f"```python\n{code}\n```{output}{saved}"
 
 
-@server.tool()
+@server.tool(annotations=hints("Code generation capabilities", read_only=True, open_world=False))
 def get_reasoning_capabilities() -> str:
     """Get information about the reasoning service capabilities."""
     return "\n".join(

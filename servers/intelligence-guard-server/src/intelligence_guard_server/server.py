@@ -7,6 +7,7 @@ MCP_LLM_*; GUARD_LLM_TIMEOUT bounds one call (retries included), GUARD_LLM_MAX_T
 from typing import Annotated, Literal
 
 from gaia_kit import KitServer, ToolFailure, run
+from gaia_kit.hints import hints
 from gaia_kit.llm import chat, conversation, llm_status, model_line
 from pydantic import Field
 
@@ -36,7 +37,7 @@ SYSTEM = (
 )
 
 
-@server.tool()
+@server.tool(annotations=hints("Review reasoning", read_only=True, open_world=True))
 async def guarding_reasoning_process(
     question: Annotated[
         str,
@@ -93,7 +94,7 @@ async def guarding_reasoning_process(
     return await chat(messages, prefix=PREFIX, max_tokens=MAX_ANSWER_TOKENS, temperature=temperature)
 
 
-@server.tool()
+@server.tool(annotations=hints("Review capabilities", read_only=True, open_world=False))
 def get_guarding_capabilities() -> str:
     """Get information about the guarding reasoning process service capabilities."""
     return "\n".join(

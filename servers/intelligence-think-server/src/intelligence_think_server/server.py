@@ -7,6 +7,7 @@ MCP_LLM_*; THINK_LLM_TIMEOUT bounds one call (retries included), THINK_LLM_MAX_T
 from typing import Annotated, Literal
 
 from gaia_kit import KitServer, ToolFailure, run
+from gaia_kit.hints import hints
 from gaia_kit.llm import chat, conversation, llm_status, model_line
 from pydantic import Field
 
@@ -34,7 +35,7 @@ SYSTEM = (
 )
 
 
-@server.tool()
+@server.tool(annotations=hints("Complex problem reasoning", read_only=True, open_world=True))
 async def complex_problem_reasoning(
     question: Annotated[
         str,
@@ -73,7 +74,7 @@ async def complex_problem_reasoning(
     return await chat(messages, prefix=PREFIX, max_tokens=MAX_ANSWER_TOKENS, temperature=temperature)
 
 
-@server.tool()
+@server.tool(annotations=hints("Reasoning capabilities", read_only=True, open_world=False))
 def get_reasoning_capabilities() -> str:
     """Get information about the reasoning service capabilities."""
     return "\n".join(

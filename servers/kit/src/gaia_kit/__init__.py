@@ -3,7 +3,7 @@
 from .blocking import run_blocking, stdout_to_stderr
 from .errors import ToolFailure
 from .output import page, truncate
-from .paths import PathGuard, atomic_write
+from .paths import PathGuard, atomic_write, regular_file
 from .runner import run
 from .server import KitServer
 from .session import Session, session_of
@@ -18,6 +18,7 @@ __all__ = [
     "atomic_write",
     "get_settings",
     "page",
+    "regular_file",
     "run",
     "run_blocking",
     "session_of",

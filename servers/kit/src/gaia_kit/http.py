@@ -8,8 +8,9 @@
 What it adds to httpx: connect/read/total timeouts; retries with exponential backoff and jitter on
 429, 5xx and connection errors, honouring Retry-After; a per-host concurrency limit (and a pause
 between requests where a site asks for one); a cap on the bytes read; a descriptive User-Agent; an
-SSRF guard; the record/replay cache of gaia_kit.cache. Every failure is a ToolFailure in one
-sentence (HttpFailure, with `.status`, for an HTTP error answer).
+SSRF guard; the record/replay cache of gaia_kit.cache, for the requests the calling tool's annotations
+allow (gaia_kit.calls.replay_allowed: read-only and idempotent tools, and idempotent tools' GETs).
+Every failure is a ToolFailure in one sentence (HttpFailure, with `.status`, for an HTTP error answer).
 
 The SSRF guard (gaia_kit.ssrf) sits in the transport: redirects are followed here, not by httpx,
 so every hop is checked, and proxies from the environment are not used, since a proxy would
@@ -55,6 +56,7 @@ from .cache import (
     open_cache,
     request_key,
 )
+from .calls import current_call, replay_allowed
 from .errors import ToolFailure
 from .ssrf import (
     AllowList,
@@ -69,6 +71,7 @@ CacheMode = Literal["off", "read-write", "replay"]
 T = TypeVar("T")
 
 REDIRECTS = {301, 302, 303, 307, 308}
+PROGRESS_STEP_BYTES = 1024 * 1024
 IDEMPOTENT = {"GET", "HEAD", "OPTIONS", "PUT", "DELETE"}
 # Headers dropped from what callers see and what is stored: the body is already decoded, and
 # cookies are per-client state that must not travel through a shared cache.
@@ -395,6 +398,15 @@ class HttpClient:
             ) from None
 
     def _cache_mode(self, method: str, cache: bool | None) -> CacheMode:
+        if self.settings.cache_mode != "off" and not replay_allowed(method):
+            if self.settings.cache_mode == "replay":
+                tool = current_call().tool
+                raise ToolFailure(
+                    f"{tool} is not marked idempotent (or sends {method} while changing something), so its "
+                    "requests are never recorded or replayed, and GAIA_HTTP_CACHE_MODE=replay lets no request "
+                    "reach the network; run it with GAIA_HTTP_CACHE_MODE=read-write or off."
+                )
+            return "off"
         # Replay answers every call from the cache: nothing may reach the network in an offline rerun.
         if self.settings.cache_mode == "replay":
             return "replay"
@@ -615,12 +627,19 @@ async def _read_capped(
     if sink is not None:
         await sink.seek(0)
         await sink.truncate()
+    # A download reports its progress in bytes (every MiB or 1 %, whichever is larger).
+    total = int(declared) if declared.isdigit() else None
+    step, reported = max(PROGRESS_STEP_BYTES, (total or 0) // 100), 0
+    call = current_call()
     async for chunk in response.aiter_bytes():
         size += len(chunk)
         if size > max_bytes:
             raise too_large()
         if sink is not None:
             await sink.write(chunk)
+            if size - reported >= step:
+                reported = size
+                call.progress(size, total, "bytes downloaded")
         else:
             chunks.append(chunk)
     return b"".join(chunks)

@@ -2,8 +2,9 @@
 video servers alike.
 
 A local path goes through the session's path guard; a URL through the kit's HTTP client (SSRF guard,
-size cap, cache) into a temporary file inside the session workspace, removed after the call, so a
-download counts against that session's disk and never lands where another session could see it.
+size cap, cache) into a scratch folder beside the session workspaces (gaia_kit.quota.scratch),
+removed after the call: no sandboxed code sees it, and a file being read never counts against the
+session's disk quota (GAIA_MAX_READ_BYTES bounds it).
 Tools run as subprocesses in their own process group with a deadline: a damaged or endless file can
 neither block the event loop (callers run them in a worker thread) nor leave a process behind.
 """
@@ -13,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import shutil
 import subprocess
-import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -25,6 +25,7 @@ from .errors import ToolFailure
 from .http import shared_http
 from .paths import PathGuard
 from .process import run_in_group
+from .quota import scratch
 from .settings import get_settings
 
 
@@ -63,8 +64,8 @@ async def opened_media(
         return
     url = source.strip()
     # Streamed to disk: a long video never sits in memory whole.
-    with tempfile.TemporaryDirectory(prefix=".download-", dir=guard.workspace) as folder:
-        body = Path(folder) / "download"
+    with scratch(guard.workspace, prefix=".download-") as folder:
+        body = folder / "download"
         response = await shared_http().download(url, body, max_bytes=limit)
         path = body.with_suffix(PurePosixPath(httpx.URL(response.url).path).suffix[:8])
         body.rename(path)

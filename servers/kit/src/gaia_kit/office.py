@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from .convert import convert_with_libreoffice
 from .errors import ToolFailure
 from .paths import PathGuard, atomic_write
+from .quota import QuotaExceeded
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0"
 CONVERT_TIMEOUT_S = 120
@@ -114,5 +115,8 @@ class ImageFolder:
             self._folder = self._guard.resolve(self._relative, write=True)
             self._folder.mkdir(parents=True, exist_ok=True)
         target = self._folder / name
-        atomic_write(target, blob)
+        try:
+            atomic_write(target, blob)
+        except QuotaExceeded as exc:
+            raise QuotaExceeded(f"{exc} Or read the document with extract_images=false.") from None
         return self._guard.display(target)

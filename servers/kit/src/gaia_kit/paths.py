@@ -7,12 +7,12 @@ after resolving symlinks, so neither `..` chains nor links can leave the roots.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
+import stat
 from pathlib import Path
 
 from .errors import ToolFailure
+from .quota import place, staged
 
 MAX_PATH_CHARS = 4096
 MAX_NAME_BYTES = 255
@@ -50,16 +50,9 @@ class PathGuard:
             raise self._outside(raw)
         return real
 
-    def existing_file(self, raw: str) -> Path:
-        """Resolve a file to read: it must exist and not be a directory."""
-        path = self.resolve(raw)
-        if path.is_dir():
-            raise ToolFailure(f"{raw} is a directory; pass a file inside it.")
-        if not path.exists():
-            raise ToolFailure(
-                f"{raw} does not exist; check the path (list its directory to see what is there)."
-            )
-        return path
+    def existing_file(self, raw: str, *, write: bool = False) -> Path:
+        """Resolve a file to read (or, with write, to rewrite in place): it must be a regular file."""
+        return regular_file(self.resolve(raw, write=write), raw)
 
     def display(self, path: Path) -> str:
         """The path as agents should see it: dataset files under the alias they were told."""
@@ -96,19 +89,55 @@ class PathGuard:
         )
 
 
-def atomic_write(path: Path, data: bytes | str, encoding: str = "utf-8") -> None:
-    """Write via a temp file and rename, so a crash never leaves a half-written file."""
-    payload = data.encode(encoding) if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:100]}.", suffix=".tmp")
+_SPECIAL = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def regular_file(path: Path, raw: str) -> Path:
+    """`path` if it is a regular file; otherwise a ToolFailure that says what it is.
+
+    Only stat is called: opening a FIFO blocks until a writer comes, and reading /dev/zero never
+    ends, so what is not a regular file is refused before anything opens it.
+    """
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        else:
-            os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise ToolFailure(
+            f"{raw} does not exist; check the path (list its directory to see what is there)."
+        ) from None
+    except OSError as exc:
+        raise ToolFailure(f"{raw} cannot be read ({exc.strerror or exc}).") from None
+    if stat.S_ISREG(mode):
+        return path
+    if stat.S_ISDIR(mode):
+        raise ToolFailure(
+            f"{raw} is a directory; pass a file inside it (list the directory to see its files)."
+        )
+    kind = next(
+        (f"{name}, not a regular file" for test, name in _SPECIAL if test(mode)), "not a regular file"
+    )
+    raise ToolFailure(f"{raw} is {kind}; only regular files can be read.")
+
+
+def free_path(folder: Path, name: str) -> Path:
+    """`folder/name`, or `folder/name-1`, `-2`, ... : the first that does not exist yet."""
+    target = folder / name
+    stem, suffix, number = target.stem, target.suffix, 1
+    while os.path.lexists(target):
+        target, number = folder / f"{stem}-{number}{suffix}", number + 1
+    return target
+
+
+def atomic_write(path: Path, data: bytes | str, encoding: str = "utf-8") -> None:
+    """Write via a temp file and rename, so a crash never leaves a half-written file.
+
+    In a session workspace the file enters only within the session's disk quota (gaia_kit.quota).
+    """
+    payload = data.encode(encoding) if isinstance(data, str) else data
+    with staged(path) as temporary:
+        temporary.write_bytes(payload)
+        place(temporary, path)

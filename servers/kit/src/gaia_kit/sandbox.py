@@ -32,6 +32,7 @@ from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .errors import ToolFailure
+from .quota import CommandWatch, size_text
 from .settings import get_settings
 
 logger = logging.getLogger("gaia_kit.sandbox")
@@ -97,6 +98,10 @@ class SandboxResult:
     truncated: bool
     duration_s: float
     wall_s: float = 0
+    quota_stop: str | None = None
+    """Why the command was stopped for crossing the workspace quota, if it was."""
+    quota_note: str | None = None
+    """A line about the workspace quota for the agent (over it after the run, or files capped by it)."""
 
     def describe(self) -> str:
         """One text block for an agent: output, errors, exit status, why it stopped."""
@@ -104,9 +109,13 @@ class SandboxResult:
         if self.stderr.strip():
             parts.append(f"[stderr]\n{self.stderr.rstrip()}")
         parts.append(f"[{self.status()}; {self.duration_s:.2f} s]")
+        if self.quota_note:
+            parts.append(f"[{self.quota_note}]")
         return "\n".join(parts)
 
     def status(self) -> str:
+        if self.quota_stop:
+            return self.quota_stop
         if self.timed_out:
             return (
                 f"stopped: the wall-time limit of {self.wall_s:g} s was reached and every process was "
@@ -152,7 +161,11 @@ async def run_sandboxed(
         raise ToolFailure(f"The working directory {cwd} is not a directory inside the workspace.")
     network = network or settings.network
     environment = _environment(workspace, env)
-    inner = [*_prlimit(limits), "--", *argv]
+    watch = await CommandWatch.begin(workspace)
+    file_size = limits.file_size_mb * 1024 * 1024
+    if watch is not None and watch.file_size_room is not None:
+        file_size = min(file_size, watch.file_size_room)
+    inner = [*_prlimit(limits, file_size), "--", *argv]
     if settings.backend == "unsandboxed":
         logger.warning("GAIA_SANDBOX=unsandboxed: running %s on the host without isolation", argv[:1])
         command, preexec = inner, None
@@ -166,7 +179,27 @@ async def run_sandboxed(
             await asyncio.to_thread(_hand_over, workspace, uid)
         command = _bwrap_command(inner, workspace, cwd, environment, network, uid)
         preexec, spawn_env, spawn_cwd = None, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, workspace
-    return await _execute(command, spawn_env, spawn_cwd, stdin, limits, preexec)
+    result = await _execute(command, spawn_env, spawn_cwd, stdin, limits, preexec, watch)
+    if watch is not None and result.quota_stop is None:
+        result.quota_note = await watch.note_after()
+        if (
+            result.quota_note is None
+            and file_size < limits.file_size_mb * 1024 * 1024
+            and _hit_file_size(result)
+        ):
+            result.quota_note = (
+                f"Files were capped at the {size_text(file_size)} left in the session workspace's "
+                f"quota ({watch.quota.describe(watch.start)}); delete files to make room."
+            )
+    return result
+
+
+def _hit_file_size(result: SandboxResult) -> bool:
+    code = result.exit_code
+    xfsz = int(signal.SIGXFSZ)
+    return code in (-xfsz, 128 + xfsz) or any(
+        words in result.stderr for words in ("File too large", "File size limit exceeded")
+    )
 
 
 def sandbox_status() -> dict:
@@ -284,7 +317,7 @@ def _environment(workspace: Path, extra: dict[str, str] | None) -> dict[str, str
     return env
 
 
-def _prlimit(limits: Limits) -> list[str]:
+def _prlimit(limits: Limits, file_size: int) -> list[str]:
     def both(value: int) -> str:
         return f"{value}:{value}"
 
@@ -294,7 +327,7 @@ def _prlimit(limits: Limits) -> list[str]:
         # SIGXCPU at the soft limit (so the result can say why), SIGKILL a second later.
         f"--cpu={max(1, int(limits.cpu_s + 0.999))}:{max(1, int(limits.cpu_s + 0.999)) + 1}",
         f"--nproc={both(limits.processes)}",
-        f"--fsize={both(limits.file_size_mb * 1024 * 1024)}",
+        f"--fsize={both(file_size)}",
         "--core=0:0",
     ]
 
@@ -383,7 +416,13 @@ async def _drain(stream: asyncio.StreamReader, capture: _Capture) -> None:
 
 
 async def _execute(
-    command: list[str], env: dict[str, str], cwd: Path, stdin: str | None, limits: Limits, preexec
+    command: list[str],
+    env: dict[str, str],
+    cwd: Path,
+    stdin: str | None,
+    limits: Limits,
+    preexec,
+    watch: CommandWatch | None = None,
 ) -> SandboxResult:
     started = time.monotonic()
     process = await asyncio.create_subprocess_exec(
@@ -402,18 +441,25 @@ async def _execute(
         asyncio.create_task(_drain(process.stderr, err)),
     ]
     timed_out = False
+    quota_stop = None
+    watcher = asyncio.ensure_future(watch.crossed()) if watch is not None else None
     try:
         if stdin is not None:
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 process.stdin.write(stdin.encode())
                 await process.stdin.drain()
             process.stdin.close()
-        try:
-            await asyncio.wait_for(process.wait(), timeout=limits.wall_s)
-        except TimeoutError:
+        exited = asyncio.ensure_future(process.wait())
+        racing = {exited} | ({watcher} if watcher is not None else set())
+        done, _ = await asyncio.wait(racing, timeout=limits.wall_s, return_when=asyncio.FIRST_COMPLETED)
+        if watcher is not None and watcher in done and exited not in done:
+            quota_stop = watch.stopped_message(watcher.result())
+        elif exited not in done:
             timed_out = True
     finally:
-        # Whatever happened (exit, deadline, cancellation), nothing it started outlives it.
+        if watcher is not None:
+            watcher.cancel()
+        # Whatever happened (exit, deadline, quota, cancellation), nothing it started outlives it.
         _kill_group(process.pid)
         with contextlib.suppress(ProcessLookupError):
             process.kill()
@@ -422,13 +468,14 @@ async def _execute(
         for task in pending:
             task.cancel()
     return SandboxResult(
-        exit_code=None if timed_out else process.returncode,
+        exit_code=None if timed_out or quota_stop else process.returncode,
         stdout=out.text(),
         stderr=err.text(),
         timed_out=timed_out,
         truncated=out.truncated or err.truncated,
         duration_s=time.monotonic() - started,
         wall_s=limits.wall_s,
+        quota_stop=quota_stop,
     )
 
 

@@ -18,6 +18,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from pydantic import BaseModel
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .blocking import run_blocking
@@ -232,6 +233,26 @@ async def _corpus(query: str, num: int) -> list[SearchResult]:
 
 
 # ---- output --------------------------------------------------------------------------------------
+
+
+class SearchHit(BaseModel):
+    title: str
+    url: str
+    snippet: str
+
+
+class SearchData(BaseModel):
+    """A search tool's structured result: what render()'s JSON form holds."""
+
+    query: str
+    backend: str
+    count: int
+    results: list[SearchHit]
+
+
+def search_data(found: SearchResults) -> SearchData:
+    hits = [SearchHit(**asdict(r)) for r in found.results]
+    return SearchData(query=found.query, backend=found.backend, count=len(hits), results=hits)
 
 
 def render(found: SearchResults, output_format: str = "markdown") -> str:

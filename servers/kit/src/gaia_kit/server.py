@@ -1,4 +1,10 @@
-"""KitServer: an MCPServer whose tools fail with one clear sentence, never a traceback."""
+"""KitServer: an MCPServer whose tools fail with one clear sentence, never a traceback.
+
+Each tools/call runs inside a `gaia_kit.calls.Call`: the tool's hints, its cancellation and its
+progress, reachable from the worker thread that does the work. A plain `def` tool runs in a worker
+thread that a cancelled call stops waiting for at once; the call's `cancelled` event then tells the
+thread (and any subprocess it runs through gaia_kit.process) to stop.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +14,15 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
+import anyio
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.shared.exceptions import MCPError
 from mcp_types import NotificationParams
 
-from . import logs
+from . import calls, logs
 from .contract import SESSION_ENDED, SESSION_ID_KEY
 from .errors import describe_exception
 
@@ -46,23 +55,52 @@ class KitServer(MCPServer):
             except Exception:
                 logger.exception("releasing session %s failed", params.session_id)
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+    def tool(self, name: str | None = None, *, output: Any = None, **kwargs: Any) -> Callable[[Any], Any]:
+        """Register a tool; `output` (a pydantic model or type) publishes its structured result's schema."""
+
+        def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self.add_tool(fn, name=name, output=output, **kwargs)
+            return fn
+
+        return decorator
+
+    def add_tool(
+        self, fn: Callable[..., Any], name: str | None = None, *, output: Any = None, **kwargs: Any
+    ) -> None:
+        # Text results only, unless a tool publishes an `output` schema and returns gaia_kit.results.
+        kwargs["structured_output"] = False
+        # Agents read the description: give them the docstring without its source indentation.
+        if kwargs.get("description") is None and fn.__doc__:
+            kwargs["description"] = inspect.cleandoc(fn.__doc__)
+        annotations = kwargs.get("annotations")
+        if kwargs.get("title") is None and annotations is not None and annotations.title:
+            kwargs["title"] = annotations.title
+        name = name or fn.__name__
+        super().add_tool(_explained(fn, name), name=name, **kwargs)
+        if output is not None:
+            tool = self._tool_manager.get_tool(name)
+            assert tool is not None
+            tool.fn_metadata = FuncMetadata(arg_model=tool.fn_metadata.arg_model, output_model=output)
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
+        tool = self._tool_manager.get_tool(name)
+        report = context.report_progress if context is not None else None
+        call = calls.Call(name, tool.annotations if tool is not None else None, report)
+        token = calls.enter(call)
         # Every log record written while the tool runs names the tool and the session.
         tool_token = logs.tool.set(name)
         session_token = logs.session.set(_session_id(context))
         try:
-            return await super().call_tool(name, arguments, context)
+            result = await super().call_tool(name, arguments, context)
+            await call.drain()  # progress already reported goes out before the result
+            return result
+        except anyio.get_cancelled_exc_class():
+            call.cancelled.set()
+            raise
         finally:
             logs.tool.reset(tool_token)
             logs.session.reset(session_token)
-
-    def add_tool(self, fn: Callable[..., Any], name: str | None = None, **kwargs: Any) -> None:
-        # Text results only, unless a tool asks: structured output would send every result twice.
-        kwargs["structured_output"] = kwargs.get("structured_output") or False
-        # Agents read the description: give them the docstring without its source indentation.
-        if kwargs.get("description") is None and fn.__doc__:
-            kwargs["description"] = inspect.cleandoc(fn.__doc__)
-        super().add_tool(_explained(fn, name or fn.__name__), name=name, **kwargs)
+            calls.leave(token)
 
 
 def _session_id(context: Any) -> str | None:
@@ -74,27 +112,33 @@ def _session_id(context: Any) -> str | None:
 
 
 def _explained(fn: Callable[..., Any], tool: str) -> Callable[..., Any]:
-    """Wrap a tool so unexpected exceptions become a sentence; sync stays sync (it runs in a thread)."""
+    """Wrap a tool so unexpected exceptions become a sentence, and a sync tool runs in a worker thread
+    that a cancelled call abandons (the thread learns of it from the call and stops)."""
     if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
         async def async_tool(*args: Any, **kwargs: Any) -> Any:
             try:
                 return await fn(*args, **kwargs)
-            except (ToolError, MCPError):  # MCPError: a protocol answer (busy), not a failure
+            except (ToolError, MCPError, calls.CallCancelled):  # MCPError: a protocol answer (busy)
                 raise
             except Exception as exc:
                 raise ToolError(describe_exception(tool, exc)) from None
 
         return async_tool
 
-    @functools.wraps(fn)
     def sync_tool(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except (ToolError, MCPError):
+        except (ToolError, MCPError, calls.CallCancelled):
             raise
         except Exception as exc:
             raise ToolError(describe_exception(tool, exc)) from None
 
-    return sync_tool
+    @functools.wraps(fn)
+    async def threaded_tool(*args: Any, **kwargs: Any) -> Any:
+        return await anyio.to_thread.run_sync(
+            functools.partial(sync_tool, *args, **kwargs), abandon_on_cancel=True
+        )
+
+    return threaded_tool

@@ -36,6 +36,12 @@ class KitSettings(BaseSettings):
     max_media_bytes: int = 20 * 1024 * 1024
     """Cap on an image or audio file returned inline as base64."""
 
+    workspace_max_mb: int = 4096
+    """Most bytes one session workspace may hold (gaia_kit.quota); 0 for no limit."""
+
+    workspace_max_files: int = 50_000
+    """Most files, folders and links one session workspace may hold; 0 for no limit."""
+
     gateway_sessions: bool = False
     """Set by the gateway: it owns session lifetimes (one TTL) and says when each ends, so servers
     keep no idle timers of their own."""

@@ -62,6 +62,21 @@ def kit_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleN
 
 
 @pytest.fixture
+def workspace_quota(
+    kit_env: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[..., None]]:
+    """`workspace_quota(max_mb, max_files=1000)` gives kit_env's workspaces that disk quota."""
+
+    def set_quota(max_mb: int, max_files: int = 1000) -> None:
+        monkeypatch.setenv("GAIA_WORKSPACE_MAX_MB", str(max_mb))
+        monkeypatch.setenv("GAIA_WORKSPACE_MAX_FILES", str(max_files))
+        get_settings.cache_clear()
+
+    yield set_quota
+    get_settings.cache_clear()
+
+
+@pytest.fixture
 def fresh_http() -> Iterator[None]:
     """Each test's GAIA_HTTP_* settings take effect: the kit builds one client per event loop, once."""
     from .http import forget_shared_http

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 from gaia_kit import PathGuard, ToolFailure
 from gaia_kit.media import MediaFile, binary, document_kind, opened_media, run_tool
+from gaia_kit.quota import place, staged
 
 SAMPLE_RATE = 16_000
 FFMPEG_TIMEOUT_S = float(os.environ.get("AUDIO_FFMPEG_TIMEOUT_S", "300"))
@@ -105,13 +106,9 @@ def wav_bytes(audio: Audio, start: float, length: float) -> bytes:
 
 def trim(audio: Audio, target: Path, start: float, length: float | None) -> None:
     """Cut [start, start+length) into `target`, re-encoded in the target's format; written atomically."""
-    tmp = target.with_name(f".{target.name}.part{target.suffix}")
     args = [binary("ffmpeg"), "-nostdin", "-v", "error", "-y", "-ss", f"{start:.3f}", "-i", str(audio.path)]
     if length is not None:
         args += ["-t", f"{length:.3f}"]
-    args += ["-vn", "-map_metadata", "0", str(tmp)]
-    try:
-        _run(args, f"Trimming {audio.shown}")
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with staged(target, suffix=target.suffix) as tmp:
+        _run([*args, "-vn", "-map_metadata", "0", str(tmp)], f"Trimming {audio.shown}")
+        place(tmp, target)  # within the session's disk quota

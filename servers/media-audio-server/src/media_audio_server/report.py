@@ -98,7 +98,6 @@ def trim(guard: PathGuard, audio: media.Audio, start: float, length: float | Non
     target = guard.resolve(output or f"{stem}_trimmed_{start:g}s{suffix}", write=True)
     if target.is_dir():
         raise ToolFailure(f"{output} is a directory; name a file for the clip.")
-    target.parent.mkdir(parents=True, exist_ok=True)
     media.trim(audio, target, start, length)
     clip = media.duration_s(media.probe(media.Audio(target, str(target), target.stat().st_size)))
     return (

@@ -4,14 +4,28 @@ metadata with ffprobe, trimming with ffmpeg.
 audio-server's mcp_transcribe_audio is `report.transcribe_many` too: one implementation, two interfaces.
 """
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from gaia_kit import KitServer, page, run, run_blocking, session_of
 from gaia_kit.args import MaxLength, StartIndex
+from gaia_kit.hints import hints
+from gaia_kit.results import with_data
 from mcp.server.mcpserver import Context
-from pydantic import Field
+from mcp_types import CallToolResult
+from pydantic import BaseModel, Field
 
 from . import media, report, transcribe
+
+
+class AudioFacts(BaseModel):
+    """ffprobe's view of the file: its container (format) and streams, as ffprobe reports them."""
+
+    file: str
+    size_bytes: int
+    duration_s: float
+    format: dict[str, Any]
+    streams: list[dict[str, Any]]
+
 
 server = KitServer(
     "media-audio-server",
@@ -23,7 +37,7 @@ server = KitServer(
 )
 
 
-@server.tool()
+@server.tool(annotations=hints("Transcribe audio", read_only=True, open_world=True))
 async def transcribe_audio(
     file_path: Annotated[str, Field(description="Path to the audio file to transcribe")],
     ctx: Context,
@@ -57,11 +71,11 @@ async def transcribe_audio(
     return page(report.transcript(audio.shown, result, output_format), start_index, max_length)
 
 
-@server.tool()
+@server.tool(annotations=hints("Audio metadata", read_only=True, open_world=True), output=AudioFacts)
 async def extract_audio_metadata(
     file_path: Annotated[str, Field(description="Path to the audio file to analyze")],
     ctx: Context,
-) -> str:
+) -> CallToolResult:
     """Extract comprehensive metadata from audio files.
 
     This tool analyzes audio files and extracts detailed metadata including
@@ -69,10 +83,23 @@ async def extract_audio_metadata(
     """
     async with media.opened(session_of(ctx).paths, file_path) as audio:
         info = await run_blocking(media.probe, audio)
-    return page(report.metadata(audio, info))
+    facts = AudioFacts(
+        file=audio.shown, size_bytes=audio.size_bytes, duration_s=media.duration_s(info),
+        format=info.get("format", {}), streams=info.get("streams", []),
+    )  # fmt: skip
+    return with_data(page(report.metadata(audio, info)), facts)
 
 
-@server.tool()
+@server.tool(
+    annotations=hints(
+        # writes the clip into the workspace (replacing a file of that name): the same call, the same clip
+        "Trim audio",
+        read_only=False,
+        destructive=True,
+        idempotent=True,
+        open_world=True,
+    )
+)
 async def trim_audio(
     file_path: Annotated[str, Field(description="Path to the audio file to trim")],
     start_time: Annotated[float, Field(description="Start time in seconds")],
@@ -96,7 +123,7 @@ async def trim_audio(
         return await run_blocking(report.trim, guard, audio, start_time, duration, output_path)
 
 
-@server.tool()
+@server.tool(annotations=hints("List supported audio formats", read_only=True, open_world=False))
 def list_supported_formats() -> str:
     """List all supported audio formats for processing."""
     return report.formats()

@@ -20,6 +20,7 @@ import logging
 import os
 import shutil
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,7 @@ import anyio
 import anyio.to_thread
 import httpx
 from gaia_kit import ToolFailure, stdout_to_stderr
+from gaia_kit.calls import current_call
 from gaia_kit.llm import llm_config
 
 from . import media
@@ -147,26 +149,35 @@ def _local(audio: media.Audio, duration: float, language: str | None, model_size
             "AUDIO_WHISPER_MODEL to a multilingual model or AUDIO_TRANSCRIPTION_BACKEND=openai."
         )
 
-    def chunk(samples) -> tuple[list[tuple[float, float, str]], str | None]:
+    def chunk(samples) -> tuple[Iterable[tuple[float, float, str]], str | None]:
+        # faster-whisper decodes lazily, segment by segment: progress and cancellation come between them
         found, info = model.transcribe(samples, language=(language or None), beam_size=5, vad_filter=False)
-        return [(s.start, s.end, s.text) for s in found], info.language
+        return ((s.start, s.end, s.text) for s in found), info.language
 
     return _by_chunks(audio, duration, chunk, f"local faster-whisper, model {label}")
 
 
 def _by_chunks(audio: media.Audio, duration: float, chunk, engine: str) -> Transcript:
-    """Decode and transcribe chunk by chunk, one call at a time per process (a model uses every core)."""
+    """Decode and transcribe chunk by chunk, one call at a time per process (a model uses every core).
+
+    Progress is the seconds transcribed; a cancelled call stops at the next segment."""
+    call = current_call()
     segments: list[Segment] = []
     detected = None
     with _run_lock:
         for start, length in _chunks(duration):
+            call.check()
             samples = media.decode(audio, start, length)
             if samples.size == 0:
                 continue
             with stdout_to_stderr():
                 found, language = chunk(samples)
-            segments += [Segment(start + begin, start + end, text) for begin, end, text in found]
+                for begin, end, text in found:
+                    call.check()
+                    segments.append(Segment(start + begin, start + end, text))
+                    call.progress(min(start + end, duration), duration, "seconds transcribed")
             detected = detected or language
+            call.progress(start + length, duration, "seconds transcribed")
     return Transcript(segments, detected, duration, engine)
 
 
@@ -215,7 +226,7 @@ def _openai_whisper(
     path = openai_whisper_checkpoint(model_size)
     model = _openai_whisper_model(path)
 
-    def chunk(samples) -> tuple[list[tuple[float, float, str]], str | None]:
+    def chunk(samples) -> tuple[Iterable[tuple[float, float, str]], str | None]:
         found = model.transcribe(samples, language=(language or None), fp16=False, verbose=None)
         return [(s["start"], s["end"], s["text"]) for s in found["segments"]], found.get("language")
 
@@ -266,6 +277,7 @@ async def _endpoint(audio: media.Audio, duration: float, language: str | None) -
                 ]
             else:
                 segments.append(Segment(start, start + length, data.get("text", "")))
+            current_call().progress(start + length, duration, "seconds transcribed")
     return Transcript(segments, detected, duration, f"endpoint {httpx.URL(url).host}, model {config.model}")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from PIL import ExifTags, Image
+from pydantic import BaseModel
 
 from .images import Opened
 
@@ -15,6 +16,30 @@ SKIPPED_TAGS = {"MakerNote", "ExifOffset", "GPSInfo", "PrintImageMatching", "Com
 def describe(opened: Opened) -> str:
     with opened.image:
         return _describe(opened)
+
+
+class ImageFacts(BaseModel):
+    file: str
+    path: str
+    size_bytes: int
+    format: str | None
+    width: int
+    height: int
+    mode: str
+    transparency: bool
+    frames: int
+
+
+def described(opened: Opened) -> tuple[str, ImageFacts]:
+    """The text describe() gives, and its main facts as data."""
+    with opened.image:
+        image = opened.image
+        facts = ImageFacts(
+            file=opened.name, path=opened.shown, size_bytes=opened.size_bytes, format=image.format,
+            width=image.width, height=image.height, mode=image.mode, transparency=_has_alpha(image),
+            frames=getattr(image, "n_frames", 1),
+        )  # fmt: skip
+        return _describe(opened), facts
 
 
 def _describe(opened: Opened) -> str:

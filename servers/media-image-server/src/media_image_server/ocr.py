@@ -11,13 +11,13 @@ import io
 import os
 import re
 import shutil
-import signal
 import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
 
 from gaia_kit import ToolFailure
 from gaia_kit.images import flattened
+from gaia_kit.process import run_in_group
 from PIL import Image, ImageOps, ImageStat
 
 DEADLINE_S = float(os.environ.get("IMAGE_OCR_TIMEOUT", "120"))
@@ -108,28 +108,24 @@ def recognise(image: Image.Image, language: str, preprocess: bool, name: str) ->
     picture.save(buffer, "PNG", compress_level=1)  # fast: tesseract decodes it at once
     # One thread per tesseract: replicas and concurrent calls are the parallelism, not OpenMP.
     env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
-    process = subprocess.Popen(
-        [binary, "stdin", "stdout", "-l", language, "--psm", "3", "tsv"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        env=env,
-    )
     try:
-        out, err = process.communicate(buffer.getvalue(), timeout=DEADLINE_S)
+        done = run_in_group(
+            [binary, "stdin", "stdout", "-l", language, "--psm", "3", "tsv"],
+            timeout=DEADLINE_S,
+            env=env,
+            input=buffer.getvalue(),
+        )
     except subprocess.TimeoutExpired:
-        _kill(process)
         raise ToolFailure(
             f"OCR of {name} took longer than {DEADLINE_S:.0f} s and was stopped (IMAGE_OCR_TIMEOUT); "
             "crop the image to the part with the text."
         ) from None
-    except BaseException:
-        _kill(process)
-        raise
-    if process.returncode != 0:
-        detail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit {process.returncode}"]
+    if done.returncode != 0:
+        detail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [
+            f"exit {done.returncode}"
+        ]
         raise ToolFailure(f"tesseract could not read {name} ({detail[0][:200]}).")
+    out = done.stdout
     return _parse_tsv(out.decode("utf-8", "replace"), scale)
 
 
@@ -154,11 +150,3 @@ def _parse_tsv(tsv: str, scale: float) -> Reading:
         box = [round(int(row[k]) / scale) for k in ("left", "top", "width", "height")]
         words.append(Word(text, *box, confidence=float(row["conf"])))
     return Reading(text="\n".join(lines).strip(), words=words, scale=scale)
-
-
-def _kill(process: subprocess.Popen) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    process.wait()

@@ -8,8 +8,11 @@ from typing import Annotated
 
 from gaia_kit import KitServer, page, run, run_blocking, session_of
 from gaia_kit.args import MaxLength, StartIndex
+from gaia_kit.hints import hints
 from gaia_kit.llm import llm_status
+from gaia_kit.results import with_data
 from mcp.server.mcpserver import Context
+from mcp_types import CallToolResult
 from pydantic import Field
 
 from . import metadata, ocr, vision
@@ -25,7 +28,7 @@ server = KitServer(
 )
 
 
-@server.tool()
+@server.tool(annotations=hints("OCR image text", read_only=True, open_world=True))
 async def extract_text_ocr(
     file_path: Annotated[str, Field(description="Path to the image file for OCR")],
     ctx: Context,
@@ -78,7 +81,7 @@ def _ocr_report(
     return page("\n".join(header) + "\n\n" + body, start_index, max_length)
 
 
-@server.tool()
+@server.tool(annotations=hints("Analyze image", read_only=True, open_world=True))
 async def analyze_image_ai(
     file_path: Annotated[str, Field(description="Path to the image file for AI analysis")],
     ctx: Context,
@@ -94,11 +97,11 @@ async def analyze_image_ai(
     return await vision.ask(session_of(ctx).paths, [file_path], task)
 
 
-@server.tool()
+@server.tool(annotations=hints("Image metadata", read_only=True, open_world=True), output=metadata.ImageFacts)
 async def get_image_metadata(
     file_path: Annotated[str, Field(description="Path to the image file to analyze")],
     ctx: Context,
-) -> str:
+) -> CallToolResult:
     """Extract comprehensive metadata from image files.
 
     This tool analyzes image files and extracts detailed metadata including
@@ -106,7 +109,8 @@ async def get_image_metadata(
     EXIF timestamps and GPS position are given in readable form, and animated images list their frames.
     """
     opened = await load(session_of(ctx).paths, file_path)
-    return await run_blocking(metadata.describe, opened)
+    text, facts = await run_blocking(metadata.described, opened)
+    return with_data(text, facts)
 
 
 def check() -> dict:

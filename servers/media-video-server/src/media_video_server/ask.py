@@ -12,15 +12,16 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 from gaia_kit import PathGuard, ToolFailure, run_blocking
+from gaia_kit.calls import current_call, quiet
 from gaia_kit.images import data_url, image_part
 from gaia_kit.llm import chat, configured
 from gaia_kit.media import MediaFile, clock
+from gaia_kit.quota import scratch
 from media_audio_server import media as audio_media
 from media_audio_server import transcribe
 from PIL import Image
@@ -78,7 +79,7 @@ async def gather(
         info = await run_blocking(video.probe, clip)
         first, last = video.span(clip.shown, info, start, end)
         times = frame_times(first, last, sample_rate)
-        with tempfile.TemporaryDirectory(prefix=".video-", dir=guard.workspace) as scratch:
+        with scratch(guard.workspace, prefix=".video-") as folder:
             images: list[str | None] = [None] * len(times)
             heard: dict[str, str | None] = {}
             try:
@@ -87,8 +88,8 @@ async def gather(
                     batches = min(workers, MAX_WORKERS, len(times))
                     for b in range(batches):
                         picks = list(range(b, len(times), batches))
-                        group.start_soon(_frames, clip, times, picks, Path(scratch), images)
-                    group.start_soon(_transcript, clip, info, first, last, Path(scratch), heard)
+                        group.start_soon(_frames, clip, times, picks, folder, images)
+                    group.start_soon(_transcript, clip, info, first, last, folder, heard)
             except ExceptionGroup as failures:
                 raise _first(failures) from None
     urls = [url for url in images if url]
@@ -178,7 +179,11 @@ async def respond(
     if not question.strip():
         raise ToolFailure("The question is empty; say what to find out about the video.")
     config = configured(PREFIX)  # before the costly part: no model, no frames
-    evidence = await gather(guard, source, span[0], span[1], sample_rate, workers)
+    call = current_call()
+    call.progress(0, 2, "sampling frames and transcribing the audio")
+    with quiet():  # the transcription inside counts seconds of its own
+        evidence = await gather(guard, source, span[0], span[1], sample_rate, workers)
+    call.progress(1, 2, f"asking the vision model about {len(evidence.times)} frames")
     reply = await answer(evidence, question)
     if output_format == "json":
         body = {

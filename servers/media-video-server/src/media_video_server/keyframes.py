@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gaia_kit import PathGuard, ToolFailure
+from gaia_kit.calls import current_call
 from gaia_kit.media import MediaFile, clock
+from gaia_kit.quota import make_dirs
 
 from . import video
 
@@ -61,9 +63,11 @@ def extract(
     folder = guard.resolve(output_dir or "keyframes", write=True)
     if folder.exists() and not folder.is_dir():
         raise ToolFailure(f"{output_dir} is a file; name a directory for the frames.")
-    folder.mkdir(parents=True, exist_ok=True)
+    make_dirs(folder)
     notes: list[str] = []
+    call = current_call()
     if mode == "scene":
+        call.progress(0, 2, "finding scene changes")
         changes = video.scene_changes(clip, start, end, SCENE_THRESHOLD)
         kept = sorted(sorted(changes, key=lambda c: -c[1])[: count - 1])
         if len(changes) > len(kept):
@@ -77,6 +81,7 @@ def extract(
         ]
     stem = Path(clip.shown.split("?")[0].rstrip("/")).stem or "video"
     names = [f"{stem}_{t:07.2f}s.{image_format}" for t, _ in moments]
+    call.progress(1, 2, f"saving {len(moments)} frames")
     saved = video.grab(clip, [t for t, _ in moments], folder, names)
     frames = [Frame(t, why, guard.display(p)) for (t, why), p in zip(moments, saved, strict=True) if p]
     if not frames:

@@ -6,6 +6,7 @@ summaries answered by a vision model from sampled frames plus the audio transcri
 from typing import Annotated, Literal
 
 from gaia_kit import KitServer, ToolFailure, run, run_blocking, session_of
+from gaia_kit.hints import hints
 from gaia_kit.llm import llm_status
 from gaia_kit.media import binary
 from mcp.server.mcpserver import Context
@@ -28,7 +29,16 @@ OutputFormat = Annotated[
 ]
 
 
-@server.tool()
+@server.tool(
+    annotations=hints(
+        # frames are saved into the workspace; the same call saves the same frames
+        "Extract keyframes",
+        read_only=False,
+        destructive=False,
+        idempotent=True,
+        open_world=True,
+    )
+)
 async def extract_keyframes(
     video_path: Annotated[str, Field(description="The input video filepath or URL.")],
     target_time: Annotated[
@@ -85,7 +95,7 @@ async def extract_keyframes(
         )
 
 
-@server.tool()
+@server.tool(annotations=hints("Analyze video", read_only=True, open_world=True))
 async def analyze_video(
     video_url: Annotated[str, Field(description="Path or URL to the video file to analyze")],
     question: Annotated[str, Field(description="Question or task for video analysis")],
@@ -120,7 +130,7 @@ async def analyze_video(
     )
 
 
-@server.tool()
+@server.tool(annotations=hints("Summarize video", read_only=True, open_world=True))
 async def summarize_video(
     video_url: Annotated[str, Field(description="The input video filepath or URL to summarize.")],
     ctx: Context,

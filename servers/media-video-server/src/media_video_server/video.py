@@ -12,12 +12,12 @@ import contextlib
 import json
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from gaia_kit import PathGuard, ToolFailure
 from gaia_kit.media import MediaFile, binary, document_kind, opened_media, run_tool
+from gaia_kit.quota import place, scratch
 
 FFMPEG_TIMEOUT_S = float(os.environ.get("VIDEO_FFMPEG_TIMEOUT_S", "300"))
 MAX_BYTES = int(os.environ.get("VIDEO_MAX_BYTES", str(256 * 2**20)))
@@ -156,18 +156,18 @@ def grab(video: MediaFile, times: list[float], folder: Path, names: list[str]) -
         return []
     args: list[str] = []
     outputs: list[str] = []
-    with tempfile.TemporaryDirectory(prefix=".frames-", dir=folder) as scratch:
+    with scratch(folder, prefix=".frames-") as work:
         for moment in times:
             args += ["-ss", f"{max(0.0, moment - SEEK_EARLY_S):.3f}", "-i", str(video.path)]
         for i, name in enumerate(names):
-            outputs.append(str(Path(scratch) / f"{i:04d}{Path(name).suffix}"))
+            outputs.append(str(work / f"{i:04d}{Path(name).suffix}"))
             quality = ["-q:v", "2"] if name.endswith(".jpg") else []
             args += ["-map", f"{i}:v:0", "-frames:v", "1", *quality, "-update", "1", outputs[-1]]
         ffmpeg(["-y", *args], f"Taking frames from {video.shown}")
         saved: list[Path | None] = []
         for temp, name in zip(outputs, names, strict=True):
             if Path(temp).is_file() and Path(temp).stat().st_size:
-                os.replace(temp, folder / name)
+                place(Path(temp), folder / name)  # within the session's disk quota
                 saved.append(folder / name)
             else:
                 saved.append(None)

@@ -22,7 +22,8 @@ from typing import Any, TypeVar
 
 from gaia_kit.chromium import launch_options
 from gaia_kit.errors import Busy, ToolFailure
-from gaia_kit.paths import PathGuard
+from gaia_kit.paths import PathGuard, free_path
+from gaia_kit.quota import QuotaExceeded, place, staged
 from gaia_kit.session import Session
 from gaia_kit.settings import get_settings
 from playwright.async_api import (
@@ -198,15 +199,11 @@ class BrowserSession:
         saving.add_done_callback(self.saving.discard)
 
     async def _save(self, download: Download) -> None:
-        """Downloads land in the session workspace, under downloads/, never overwriting a file."""
+        """Downloads land in the session workspace, under downloads/, never overwriting a file, and
+        only within the session's disk quota."""
         name = Path(download.suggested_filename).name or "download"
         folder = self.paths.resolve("downloads", write=True)
-        folder.mkdir(parents=True, exist_ok=True)
-        target = folder / name
-        stem, suffix, n = target.stem, target.suffix, 1
-        while target.exists():
-            target, n = folder / f"{stem}-{n}{suffix}", n + 1
-        target = self.paths.resolve(str(target), write=True)
+        target = self.paths.resolve(str(free_path(folder, name)), write=True)
         try:
             finished = await download.path()  # Chromium's own copy, once the download completes
             size = finished.stat().st_size
@@ -217,8 +214,13 @@ class BrowserSession:
                     f"Download of {download.url[:200]} discarded: {size} bytes is over PLAYWRIGHT_MAX_DOWNLOAD_BYTES ({cap})."
                 )
                 return
-            await download.save_as(target)
+            with staged(target) as copy:
+                await download.save_as(copy)
+                await asyncio.to_thread(place, copy, target, replace=False)
             self.downloads.append(f"Downloaded {download.url[:200]} to {target}")
+        except QuotaExceeded as exc:
+            await download.delete()
+            self.downloads.append(f"Download of {download.url[:200]} discarded: {exc}")
         except (PlaywrightError, OSError) as exc:
             self.downloads.append(f"Download of {download.url[:200]} failed: {first_line(exc)}")
 

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from gaia_kit import KitServer, ToolFailure, atomic_write, get_settings, page, run, session_of, truncate
 from gaia_kit.args import StartIndex
 from gaia_kit.chromium import chromium_path, headless
+from gaia_kit.hints import hints
 from mcp.server.mcpserver import Context
 from mcp.types import ImageContent, TextContent
 from playwright.async_api import Error as PlaywrightError
@@ -80,7 +81,11 @@ async def _on_element(
     return await _act(ctx, doing, action)
 
 
-@server.tool()
+@server.tool(
+    annotations=hints(
+        "Navigate to a URL", read_only=False, destructive=False, idempotent=True, open_world=True
+    )
+)
 async def browser_navigate(
     url: Annotated[str, Field(description="The URL to navigate to")], ctx: Context
 ) -> str:
@@ -140,7 +145,9 @@ async def _load(navigation: Coroutine[Any, Any, T]) -> T:
         raise
 
 
-@server.tool()
+@server.tool(
+    annotations=hints("Go back", read_only=False, destructive=False, idempotent=False, open_world=True)
+)
 async def browser_navigate_back(ctx: Context) -> str:
     """Go back to the previous page"""
 
@@ -158,7 +165,7 @@ async def browser_navigate_back(ctx: Context) -> str:
     return await _act(ctx, "Going back", back)
 
 
-@server.tool()
+@server.tool(annotations=hints("Page snapshot", read_only=True, open_world=True))
 async def browser_snapshot(ctx: Context, start_index: StartIndex = 0) -> str:
     """Capture accessibility snapshot of the current page, this is better than screenshot"""
 
@@ -174,7 +181,7 @@ async def browser_snapshot(ctx: Context, start_index: StartIndex = 0) -> str:
     return await _in_session(ctx, work)
 
 
-@server.tool()
+@server.tool(annotations=hints("Click", read_only=False, destructive=True, idempotent=False, open_world=True))
 async def browser_click(
     element: Element,
     ref: Ref,
@@ -197,7 +204,9 @@ async def browser_click(
     return await _on_element(ctx, ref, f"{verb}ing {element}", f"{verb}ed {element}", click)
 
 
-@server.tool()
+@server.tool(
+    annotations=hints("Type text", read_only=False, destructive=True, idempotent=False, open_world=True)
+)
 async def browser_type(
     element: Element,
     ref: Ref,
@@ -229,7 +238,7 @@ async def browser_type(
     )
 
 
-@server.tool()
+@server.tool(annotations=hints("Hover", read_only=False, destructive=False, idempotent=True, open_world=True))
 async def browser_hover(element: Element, ref: Ref, ctx: Context) -> str:
     """Hover over element on page"""
     return await _on_element(
@@ -237,7 +246,9 @@ async def browser_hover(element: Element, ref: Ref, ctx: Context) -> str:
     )
 
 
-@server.tool()
+@server.tool(
+    annotations=hints("Drag and drop", read_only=False, destructive=True, idempotent=False, open_world=True)
+)
 async def browser_drag(
     startElement: Annotated[
         str,
@@ -267,7 +278,9 @@ async def browser_drag(
     return await _act(ctx, "Dragging", drag)
 
 
-@server.tool()
+@server.tool(
+    annotations=hints("Select option", read_only=False, destructive=False, idempotent=True, open_world=True)
+)
 async def browser_select_option(
     element: Element,
     ref: Ref,
@@ -306,7 +319,9 @@ class FormField(BaseModel):
     ]
 
 
-@server.tool()
+@server.tool(
+    annotations=hints("Fill form", read_only=False, destructive=False, idempotent=True, open_world=True)
+)
 async def browser_fill_form(
     fields: Annotated[list[FormField], Field(description="Fields to fill in")], ctx: Context
 ) -> str:
@@ -340,7 +355,9 @@ async def _fill_field(target: Locator, entry: FormField) -> None:
         await target.fill(entry.value)
 
 
-@server.tool()
+@server.tool(
+    annotations=hints("Press a key", read_only=False, destructive=True, idempotent=False, open_world=True)
+)
 async def browser_press_key(
     key: Annotated[
         str,
@@ -357,7 +374,11 @@ async def browser_press_key(
     return await _act(ctx, f"Pressing {key}", press)
 
 
-@server.tool()
+@server.tool(
+    annotations=hints(
+        "Evaluate JavaScript", read_only=False, destructive=True, idempotent=False, open_world=True
+    )
+)
 async def browser_evaluate(
     function: Annotated[
         str,
@@ -387,7 +408,11 @@ async def browser_evaluate(
     return await _act(ctx, "Evaluating the function", evaluate)
 
 
-@server.tool()
+@server.tool(
+    annotations=hints(
+        "Take a screenshot", read_only=False, destructive=True, idempotent=False, open_world=True
+    )
+)
 async def browser_take_screenshot(
     ctx: Context,
     type: Annotated[
@@ -459,7 +484,7 @@ async def browser_take_screenshot(
     return await _in_session(ctx, work)
 
 
-@server.tool()
+@server.tool(annotations=hints("Wait for", read_only=True, open_world=True))
 async def browser_wait_for(
     ctx: Context,
     time: Annotated[float | None, Field(description="The time to wait in seconds")] = None,
@@ -491,7 +516,9 @@ async def browser_wait_for(
     return await _act(ctx, "Waiting", wait)
 
 
-@server.tool()
+@server.tool(
+    annotations=hints("Manage tabs", read_only=False, destructive=True, idempotent=False, open_world=True)
+)
 async def browser_tabs(
     action: Annotated[Literal["list", "new", "close", "select"], Field(description="Operation to perform")],
     ctx: Context,
@@ -535,7 +562,9 @@ def _tab_index(session: BrowserSession, index: float | None) -> int:
     return int(index)
 
 
-@server.tool()
+@server.tool(
+    annotations=hints("Upload files", read_only=False, destructive=False, idempotent=True, open_world=True)
+)
 async def browser_file_upload(
     ctx: Context,
     paths: Annotated[
@@ -570,7 +599,9 @@ async def browser_file_upload(
     return await _in_session(ctx, work)
 
 
-@server.tool()
+@server.tool(
+    annotations=hints("Handle a dialog", read_only=False, destructive=True, idempotent=False, open_world=True)
+)
 async def browser_handle_dialog(
     accept: Annotated[bool, Field(description="Whether to accept the dialog.")],
     ctx: Context,
@@ -622,7 +653,7 @@ async def _resume(session: BrowserSession, tab: Tab, done: str) -> str:
     return await report(session, done)
 
 
-@server.tool()
+@server.tool(annotations=hints("Console messages", read_only=True, open_world=False))
 async def browser_console_messages(ctx: Context) -> str:
     """Returns all console messages"""
 
@@ -633,7 +664,7 @@ async def browser_console_messages(ctx: Context) -> str:
     return await _listing(ctx, "No console messages.", lines)
 
 
-@server.tool()
+@server.tool(annotations=hints("Network requests", read_only=True, open_world=False))
 async def browser_network_requests(ctx: Context) -> str:
     """Returns all network requests since loading the page"""
     return await _listing(
@@ -653,7 +684,9 @@ async def _listing(ctx: Context, empty: str, lines: Callable[[Tab], list[str]]) 
     return await _in_session(ctx, work)
 
 
-@server.tool()
+@server.tool(
+    annotations=hints("Close the page", read_only=False, destructive=True, idempotent=True, open_world=False)
+)
 async def browser_close(ctx: Context) -> str:
     """Close the page"""
     session = session_of(ctx)
@@ -665,7 +698,11 @@ async def browser_close(ctx: Context) -> str:
     )
 
 
-@server.tool()
+@server.tool(
+    annotations=hints(
+        "Resize the window", read_only=False, destructive=False, idempotent=True, open_world=False
+    )
+)
 async def browser_resize(
     width: Annotated[float, Field(description="Width of the browser window")],
     height: Annotated[float, Field(description="Height of the browser window")],
@@ -685,7 +722,11 @@ async def browser_resize(
     return await _act(ctx, "Resizing", resize)
 
 
-@server.tool()
+@server.tool(
+    annotations=hints(
+        "Install the browser", read_only=False, destructive=False, idempotent=True, open_world=False
+    )
+)
 async def browser_install(ctx: Context) -> str:
     """Install the browser specified in the config. Call this if you get an error about the browser not being installed."""
     return await host.call(host.describe)

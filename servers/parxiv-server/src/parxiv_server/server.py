@@ -15,10 +15,13 @@ from typing import Annotated, Any, Literal
 from gaia_kit import KitServer, ToolFailure, atomic_write, page, run, run_blocking, session_of
 from gaia_kit.args import MaxLength, OutputFormat, StartIndex
 from gaia_kit.extract import pdf_to_text
+from gaia_kit.hints import hints
 from gaia_kit.http import HttpFailure, shared_http
 from gaia_kit.output import formatted
+from gaia_kit.results import json_result, with_data
 from mcp.server.mcpserver import Context
-from pydantic import Field
+from mcp_types import CallToolResult
+from pydantic import BaseModel, Field
 
 from . import categories
 from .feed import Feed, Paper, normalise_id, parse
@@ -35,10 +38,18 @@ server = KitServer(
     ),
 )
 
+
+class PaperSearch(BaseModel):
+    query: str
+    total_results: int
+    papers: list[Paper]
+    notes: list[str]
+
+
 PaperId = Annotated[str, Field(description="ArXiv paper ID (e.g., '2301.07041' or 'arxiv:2301.07041')")]
 
 
-@server.tool()
+@server.tool(annotations=hints("Search arXiv", read_only=True, open_world=True), output=PaperSearch)
 async def search_papers(
     query: Annotated[str, Field(description="Search query (keywords, title, author, etc.)")],
     sort_by: Annotated[
@@ -56,7 +67,7 @@ async def search_papers(
         int, Field(ge=1, description="Papers to return (capped by the server, 50 unless configured)")
     ] = 10,
     start: Annotated[int, Field(ge=0, description="Offset in the results, for the next page")] = 0,
-) -> str:
+) -> CallToolResult:
     """Search ArXiv papers with flexible criteria.
 
     Plain words must all match (in any field); arXiv's own syntax works too: ti:, au:, abs:, cat:,
@@ -95,20 +106,29 @@ async def search_papers(
         "papers": [p.as_dict() for p in feed.papers],
         "notes": notes,
     }
-    return page(formatted(found, output_format, _search_md))
+    return with_data(page(formatted(found, output_format, _search_md)), found)
 
 
-@server.tool()
-async def get_paper_details(paper_id: PaperId, output_format: OutputFormat = "markdown") -> str:
+@server.tool(annotations=hints("Get arXiv paper", read_only=True, open_world=True), output=Paper)
+async def get_paper_details(paper_id: PaperId, output_format: OutputFormat = "markdown") -> CallToolResult:
     """Get detailed information about a specific ArXiv paper.
 
     Title, authors, dates, categories, abstract, DOI, journal reference, comments and links.
     """
     paper = await _paper(paper_id)
-    return page(formatted(paper.as_dict(), output_format, _paper_md))
+    return with_data(page(formatted(paper.as_dict(), output_format, _paper_md)), paper.as_dict())
 
 
-@server.tool()
+@server.tool(
+    annotations=hints(
+        # saves arxiv/<id>.pdf in the workspace: the same call saves the same file again
+        "Download arXiv paper",
+        read_only=False,
+        destructive=False,
+        idempotent=True,
+        open_world=True,
+    )
+)
 async def download_paper(
     paper_id: PaperId,
     ctx: Context,
@@ -140,8 +160,8 @@ async def download_paper(
     return page(formatted(found, output_format, _download_md), start_index, max_length)
 
 
-@server.tool()
-def get_arxiv_capabilities() -> str:
+@server.tool(annotations=hints("arXiv capabilities", read_only=True, open_world=False), output=dict[str, Any])
+def get_arxiv_capabilities() -> CallToolResult:
     """Get information about ArXiv service capabilities and configuration."""
     info = {
         "backend": "arXiv export API (Atom), cached by the gaia-env HTTP record/replay cache",
@@ -153,10 +173,10 @@ def get_arxiv_capabilities() -> str:
         "download": "PDF saved to arxiv/<id>.pdf in the workspace; text of the first ARXIV_TEXT_PAGES pages",
         "output_formats": ["markdown", "json", "text"],
     }
-    return json.dumps(info, indent=2)
+    return json_result(info)
 
 
-@server.tool()
+@server.tool(annotations=hints("arXiv categories", read_only=True, open_world=False))
 def get_categories(output_format: OutputFormat = "markdown") -> str:
     """Get available ArXiv subject categories."""
     if output_format == "json":

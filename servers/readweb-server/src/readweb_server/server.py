@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 from gaia_kit import KitServer, ToolFailure, page, run
 from gaia_kit.args import MaxLength, StartIndex
+from gaia_kit.hints import hints
 from gaia_kit.reader import ReaderSettings, WebPage, read_page, reader_backend
 from pydantic import Field
 
@@ -22,7 +23,7 @@ server = KitServer(
 )
 
 
-@server.tool()
+@server.tool(annotations=hints("Read URL", read_only=True, open_world=True))
 async def read_url(
     url: Annotated[str, Field(description="The URL to read")],
     include_images: Annotated[bool, Field(description="Also list the images found on the page")] = False,

@@ -10,7 +10,8 @@ import time
 from collections import deque
 from pathlib import Path
 
-from gaia_kit import KitServer, ToolFailure, atomic_write, get_settings, run, session_of
+from gaia_kit import KitServer, ToolFailure, atomic_write, get_settings, regular_file, run, session_of
+from gaia_kit.hints import hints
 from gaia_kit.sandbox import sandbox_status
 from gaia_kit.session import Session
 from gaia_kit.shell import run_command
@@ -46,8 +47,7 @@ def _resolve(session: Session, path: str, *, write: bool = False) -> Path:
 
 
 def _lines(path: Path) -> list[str]:
-    if not path.is_file():
-        raise ToolFailure(f"{path} is not a file; check the path with list_directory.")
+    regular_file(path, str(path))
     if path.stat().st_size > get_settings().max_read_bytes:
         raise ToolFailure(f"{path} is larger than GAIA_MAX_READ_BYTES; use execute_command with head/sed.")
     return path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
@@ -75,7 +75,9 @@ def _save(target: Path, lines: list[str], message: str) -> str:
     return f"{message} of {target}"
 
 
-@server.tool()
+@server.tool(
+    annotations=hints("Execute command", read_only=False, destructive=True, idempotent=False, open_world=True)
+)
 async def execute_command(command: str, ctx: Context, timeout: int = 30) -> str:
     """Execute terminal command and return results
 
@@ -93,7 +95,7 @@ async def execute_command(command: str, ctx: Context, timeout: int = 30) -> str:
     return result.describe()
 
 
-@server.tool()
+@server.tool(annotations=hints("Command history", read_only=True, open_world=False))
 def get_command_history(ctx: Context, count: int = 10) -> str:
     """Get recent command execution history
 
@@ -108,7 +110,7 @@ def get_command_history(ctx: Context, count: int = 10) -> str:
     return "\n".join(entries) if entries else "No commands have been executed in this session yet."
 
 
-@server.tool()
+@server.tool(annotations=hints("Current directory", read_only=True, open_world=False))
 def get_current_directory(ctx: Context) -> str:
     """Get current working directory
 
@@ -118,7 +120,11 @@ def get_current_directory(ctx: Context) -> str:
     return str(_cwd(session_of(ctx)))
 
 
-@server.tool()
+@server.tool(
+    annotations=hints(
+        "Change directory", read_only=False, destructive=False, idempotent=True, open_world=False
+    )
+)
 def change_directory(path: str, ctx: Context) -> str:
     """Change current working directory
 
@@ -136,7 +142,7 @@ def change_directory(path: str, ctx: Context) -> str:
     return f"Switched to directory: {target}"
 
 
-@server.tool()
+@server.tool(annotations=hints("List directory", read_only=True, open_world=False))
 def list_directory(ctx: Context, path: str | None = None) -> str:
     """List files and subdirectories in the specified directory
 
@@ -165,7 +171,9 @@ def list_directory(ctx: Context, path: str | None = None) -> str:
     return "\n".join(lines)
 
 
-@server.tool()
+@server.tool(
+    annotations=hints("Write file", read_only=False, destructive=True, idempotent=False, open_world=False)
+)
 def write_file(path: str, content: str, ctx: Context, mode: str = "overwrite") -> str:
     """Write content to a file
 
@@ -186,7 +194,7 @@ def write_file(path: str, content: str, ctx: Context, mode: str = "overwrite") -
     return f"{'Appended' if old else 'Wrote'} {len(content)} characters to {target}"
 
 
-@server.tool()
+@server.tool(annotations=hints("Read file", read_only=True, open_world=False))
 def read_file(
     path: str, ctx: Context, start_row: int | None = None, end_row: int | None = None, as_json: bool = False
 ) -> str:
@@ -222,7 +230,11 @@ def read_file(
     return text
 
 
-@server.tool()
+@server.tool(
+    annotations=hints(
+        "Insert file content", read_only=False, destructive=False, idempotent=False, open_world=False
+    )
+)
 def insert_file_content(
     path: str, content: str, ctx: Context, row: int | None = None, rows: list[int] | None = None
 ) -> str:
@@ -248,7 +260,11 @@ def insert_file_content(
     return _save(target, lines, f"Inserted content at row(s) {chosen}")
 
 
-@server.tool()
+@server.tool(
+    annotations=hints(
+        "Delete file content", read_only=False, destructive=True, idempotent=False, open_world=False
+    )
+)
 def delete_file_content(
     path: str,
     ctx: Context,
@@ -284,7 +300,11 @@ def delete_file_content(
     return _save(target, lines, message)
 
 
-@server.tool()
+@server.tool(
+    annotations=hints(
+        "Update file content", read_only=False, destructive=True, idempotent=True, open_world=False
+    )
+)
 def update_file_content(
     path: str,
     content: str,

@@ -3,14 +3,17 @@
 import json
 import time
 from collections import deque
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from gaia_kit import KitServer, run, session_of
+from gaia_kit.hints import hints
 from gaia_kit.policy import get_policy_settings
+from gaia_kit.results import json_result, with_data
 from gaia_kit.sandbox import Limits, sandbox_status
 from gaia_kit.shell import run_command
 from mcp.server.mcpserver import Context
-from pydantic import Field
+from mcp_types import CallToolResult
+from pydantic import BaseModel, Field
 
 HISTORY_PER_SESSION = 200
 
@@ -29,19 +32,44 @@ def forget(session_id: str) -> None:
     histories.pop(session_id, None)
 
 
+class HistoryEntry(BaseModel):
+    command: str
+    timestamp: str
+    exit_code: int | None
+    timed_out: bool
+    duration_s: float
+
+
+class CommandRun(HistoryEntry):
+    stdout: str
+    stderr: str
+    truncated: bool
+    status: str
+    quota: str | None = None
+
+
+class History(BaseModel):
+    entries: list[HistoryEntry]
+
+
 # Both tools take the same output_format, so their schemas say the same thing.
 FormatArg = Annotated[
     Literal["markdown", "json", "text"], Field(description="Output format: 'markdown', 'json', or 'text'")
 ]
 
 
-@server.tool()
+@server.tool(
+    annotations=hints(
+        "Execute command", read_only=False, destructive=True, idempotent=False, open_world=True
+    ),
+    output=CommandRun,
+)
 async def execute_command(
     command: Annotated[str, Field(description="Terminal command to execute")],
     ctx: Context,
     timeout: Annotated[int, Field(description="Command timeout in seconds (default: 30)")] = 30,
     output_format: FormatArg = "markdown",
-) -> str:
+) -> CallToolResult:
     """Execute a terminal command with safety checks and timeout controls.
 
     The command runs with bash in an isolated sandbox: the session workspace is the working
@@ -65,17 +93,20 @@ async def execute_command(
         "duration_s": round(result.duration_s, 3),
     }
     histories.setdefault(session.id, deque(maxlen=HISTORY_PER_SESSION)).append(entry)
+    data = {
+        **entry,
+        "stdout": result.stdout,
+        "stderr": result.stderr,
+        "truncated": result.truncated,
+        "status": result.status(),
+        **({"quota": result.quota_note} if result.quota_note else {}),
+    }
+    return with_data(_command_text(command, result, data, output_format), data)
+
+
+def _command_text(command: str, result: Any, data: dict[str, Any], output_format: str) -> str:
     if output_format == "json":
-        return json.dumps(
-            {
-                **entry,
-                "stdout": result.stdout,
-                "stderr": result.stderr,
-                "truncated": result.truncated,
-                "status": result.status(),
-            },
-            ensure_ascii=False,
-        )
+        return json.dumps(data, ensure_ascii=False)
     if output_format == "text":
         return result.describe()
     parts = [f"**Command:** `{command}`", f"**Status:** {result.status()} ({result.duration_s:.2f} s)"]
@@ -84,17 +115,23 @@ async def execute_command(
     )
     if result.stderr.strip():
         parts.append(f"**Errors:**\n```\n{result.stderr.rstrip()}\n```")
+    if result.quota_note:
+        parts.append(f"**Disk quota:** {result.quota_note.strip('[]')}")
     return "\n\n".join(parts)
 
 
-@server.tool()
+@server.tool(annotations=hints("Command history", read_only=True, open_world=False), output=History)
 def get_command_history(
     ctx: Context,
     count: Annotated[int, Field(description="Number of recent commands to return (default: 10)")] = 10,
     output_format: FormatArg = "markdown",
-) -> str:
+) -> CallToolResult:
     """Retrieve recent command execution history (this session's only)."""
     entries = list(histories.get(session_of(ctx).id, ()))[-max(0, count) :] if count > 0 else []
+    return with_data(_history_text(entries, output_format), History(entries=entries))
+
+
+def _history_text(entries: list[dict[str, Any]], output_format: str) -> str:
     if output_format == "json":
         return json.dumps(entries, ensure_ascii=False)
     if not entries:
@@ -107,11 +144,13 @@ def get_command_history(
     return ("# Command history\n\n" if output_format == "markdown" else "") + "\n".join(lines)
 
 
-@server.tool()
-def get_terminal_capabilities() -> str:
+@server.tool(
+    annotations=hints("Terminal capabilities", read_only=True, open_world=False), output=dict[str, Any]
+)
+def get_terminal_capabilities() -> CallToolResult:
     """Get information about terminal service capabilities and configuration."""
     status, limits, policy = sandbox_status(), Limits.from_settings(), get_policy_settings()
-    return json.dumps(
+    return json_result(
         {
             "shell": "bash",
             "sandbox": status,
@@ -126,8 +165,7 @@ def get_terminal_capabilities() -> str:
             "languages": ["python (numpy, pandas, openpyxl, matplotlib)", "bash", "node"],
             "network": status.get("notes", [""])[0].startswith("network on"),
             "history": "per session, released when the session ends",
-        },
-        indent=2,
+        }
     )
 
 

@@ -11,7 +11,6 @@ and its record/replay cache. WAYBACK_*_URL settings point the server elsewhere (
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import UTC, datetime
 from typing import Annotated, Any
@@ -19,9 +18,12 @@ from typing import Annotated, Any
 from gaia_kit import KitServer, ToolFailure, page, run, run_blocking, truncate
 from gaia_kit.args import MaxLength, OutputFormat, StartIndex
 from gaia_kit.extract import document_text
+from gaia_kit.hints import hints
 from gaia_kit.http import HttpFailure, HttpResponse, shared_http
 from gaia_kit.output import formatted
+from gaia_kit.results import json_result, with_data
 from gaia_kit.text import sniff_encoding
+from mcp_types import CallToolResult
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -54,14 +56,16 @@ class WaybackSettings(BaseSettings):
 SiteUrl = Annotated[str, Field(description="The URL of the website to check for archived versions")]
 
 
-@server.tool()
+@server.tool(
+    annotations=hints("List Wayback captures", read_only=True, open_world=True), output=dict[str, Any]
+)
 async def list_archived_versions(
     url: SiteUrl,
     limit: Annotated[int, Field(description="Maximum number of versions to return (0 for all)")] = 10,
     from_date: Annotated[str | None, Field(description="Start date filter (YYYYMMDDhhmmss)")] = None,
     to_date: Annotated[str | None, Field(description="End date filter (YYYYMMDDhhmmss)")] = None,
     output_format: OutputFormat = "markdown",
-) -> str:
+) -> CallToolResult:
     """List available archived versions of a URL from the Wayback Machine.
 
     Captures come oldest first from the CDX API; consecutive captures with identical content are
@@ -92,10 +96,10 @@ async def list_archived_versions(
             + (f" (at most {cap} per call, WAYBACK_MAX_VERSIONS)." if wanted == cap else ".")
         )
     found = {"url": site, "count": len(versions), "versions": versions, "notes": notes}
-    return page(formatted(found, output_format, _versions_md))
+    return with_data(page(formatted(found, output_format, _versions_md)), found)
 
 
-@server.tool()
+@server.tool(annotations=hints("Get Wayback capture", read_only=True, open_world=True))
 async def get_archived_content(
     url: Annotated[str, Field(description="The URL of the website to fetch archived content from")],
     timestamp: Annotated[str, Field(description="The timestamp of the desired version (YYYYMMDDhhmmss)")],
@@ -138,8 +142,10 @@ async def get_archived_content(
     return page(formatted(found, output_format, _content_md), start_index, max_length)
 
 
-@server.tool()
-def get_wayback_capabilities() -> str:
+@server.tool(
+    annotations=hints("Wayback capabilities", read_only=True, open_world=False), output=dict[str, Any]
+)
+def get_wayback_capabilities() -> CallToolResult:
     """Get Wayback Machine service capabilities and configuration."""
     settings = WaybackSettings()
     info = {
@@ -155,7 +161,7 @@ def get_wayback_capabilities() -> str:
         "rate": "at most 2 concurrent requests to archive.org (GAIA_HTTP_HOST_LIMITS); answers cached",
         "output_formats": ["markdown", "json", "text"],
     }
-    return json.dumps(info, indent=2)
+    return json_result(info)
 
 
 # --- the APIs -------------------------------------------------------------------------------------

@@ -18,8 +18,11 @@ from urllib.parse import quote
 import mwparserfromhell
 from gaia_kit import KitServer, ToolFailure, page, run, run_blocking
 from gaia_kit.args import MaxLength, OutputFormat, StartIndex
+from gaia_kit.hints import hints
 from gaia_kit.http import HttpFailure, shared_http
-from pydantic import Field
+from gaia_kit.results import json_result, with_data
+from mcp_types import CallToolResult
+from pydantic import BaseModel, Field
 
 from .offline import Article, ZimWiki, offline_wiki
 
@@ -37,18 +40,49 @@ server = KitServer(
 )
 
 Title = Annotated[str, Field(description="Title of the Wikipedia article")]
+
+
+class WikiHit(BaseModel):
+    title: str
+    pageid: int | None = None
+    snippet: str = ""
+    url: str = ""
+
+
+class WikiSearch(BaseModel):
+    query: str
+    language: str
+    results: list[WikiHit]
+
+
+class WikiSummary(BaseModel):
+    title: str
+    url: str
+    summary: str
+
+
+class WikiCategories(BaseModel):
+    title: str
+    categories: list[str]
+
+
+class WikiLinks(BaseModel):
+    title: str
+    links: list[str]
+
+
 Language = Annotated[str, Field(description="Language code for Wikipedia (e.g., 'en', 'es', 'fr')")]
 AutoSuggest = Annotated[bool, Field(description="Whether to use Wikipedia's auto-suggest feature")]
 Redirect = Annotated[bool, Field(description="Whether to follow redirects")]
 
 
-@server.tool()
+@server.tool(annotations=hints("Search Wikipedia", read_only=True, open_world=True), output=WikiSearch)
 async def search_wikipedia(
     query: Annotated[str, Field(description="The search query string")],
     limit: Annotated[int, Field(description="Maximum number of results to return")] = 10,
     language: Language = "en",
     output_format: OutputFormat = "markdown",
-) -> str:
+) -> CallToolResult:
     """search Wikipedia for articles matching the query.
 
     Returns titles, short snippets and URLs (at most 50 results); read one with get_article_content.
@@ -61,10 +95,11 @@ async def search_wikipedia(
         hits = await _search(query, limit, language)
     if not hits:
         raise ToolFailure(f"Wikipedia ({language}) has no article matching {query!r}; try other words.")
-    return _render({"query": query, "language": language, "results": hits}, output_format, _search_md)
+    found = {"query": query, "language": language, "results": hits}
+    return with_data(_render(found, output_format, _search_md), found)
 
 
-@server.tool()
+@server.tool(annotations=hints("Get Wikipedia article", read_only=True, open_world=True))
 async def get_article_content(
     title: Title,
     auto_suggest: AutoSuggest = False,
@@ -100,7 +135,7 @@ async def get_article_content(
     return page(_render(found, output_format, _article_md), start_index, max_length)
 
 
-@server.tool()
+@server.tool(annotations=hints("Get Wikipedia summary", read_only=True, open_world=True), output=WikiSummary)
 async def get_article_summary(
     title: Title,
     sentences: Annotated[int, Field(description="Number of sentences to return in the summary")] = 5,
@@ -108,7 +143,7 @@ async def get_article_summary(
     redirect: Redirect = True,
     language: Language = "en",
     output_format: OutputFormat = "markdown",
-) -> str:
+) -> CallToolResult:
     """Get a summary of a Wikipedia article.
 
     The first `sentences` sentences of the article's introduction.
@@ -126,13 +161,15 @@ async def get_article_summary(
         "url": article.get("fullurl") or _article_url(language, article["title"]),
         "summary": _first_sentences(article.get("extract", ""), max(1, sentences)),
     }
-    return page(_render(found, output_format, _summary_md))
+    return with_data(page(_render(found, output_format, _summary_md)), found)
 
 
-@server.tool()
+@server.tool(
+    annotations=hints("Get Wikipedia categories", read_only=True, open_world=True), output=WikiCategories
+)
 async def get_article_categories(
     title: Title, language: Language = "en", output_format: OutputFormat = "markdown"
-) -> str:
+) -> CallToolResult:
     """Get categories for a Wikipedia article.
 
     Visible categories only (hidden maintenance categories are left out).
@@ -146,17 +183,17 @@ async def get_article_categories(
         article = await _article(title, language, False, True, params)
         names = [c["title"].split(":", 1)[-1] for c in article.get("categories", [])]
         found = {"title": article["title"], "categories": names}
-    return page(_render(found, output_format, _list_md("categories", "Categories")))
+    return with_data(page(_render(found, output_format, _list_md("categories", "Categories"))), found)
 
 
-@server.tool()
+@server.tool(annotations=hints("Get Wikipedia links", read_only=True, open_world=True), output=WikiLinks)
 async def get_article_links(
     title: Title,
     language: Language = "en",
     output_format: OutputFormat = "markdown",
     start_index: StartIndex = 0,
     max_length: MaxLength = None,
-) -> str:
+) -> CallToolResult:
     """Get links from a Wikipedia article.
 
     Titles of the articles it links to (main namespace), in pages: read on with start_index.
@@ -165,7 +202,9 @@ async def get_article_links(
     if wiki is not None:
         zim_article = await _offline_article(wiki, title, False)
         found = {"title": zim_article.title, "links": await run_blocking(lambda: wiki.links(zim_article))}
-        return page(_render(found, output_format, _list_md("links", "Links")), start_index, max_length)
+        return with_data(
+            page(_render(found, output_format, _list_md("links", "Links")), start_index, max_length), found
+        )
     params: dict[str, Any] = {"prop": "links", "pllimit": "max", "plnamespace": 0}
     links: list[str] = []
     found_title = title
@@ -180,10 +219,12 @@ async def get_article_links(
             break
         params.update(data["continue"])
     found = {"title": found_title, "links": links}
-    return page(_render(found, output_format, _list_md("links", "Links")), start_index, max_length)
+    return with_data(
+        page(_render(found, output_format, _list_md("links", "Links")), start_index, max_length), found
+    )
 
 
-@server.tool()
+@server.tool(annotations=hints("Get Wikipedia revision", read_only=True, open_world=True))
 async def get_article_history(
     title: Title,
     date: Annotated[
@@ -263,8 +304,10 @@ async def _history(
     return page(_render(found, output_format, _history_md), start_index, max_length)
 
 
-@server.tool()
-def get_wikipedia_capabilities() -> str:
+@server.tool(
+    annotations=hints("Wikipedia capabilities", read_only=True, open_world=False), output=dict[str, Any]
+)
+def get_wikipedia_capabilities() -> CallToolResult:
     """Get information about Wikipedia service capabilities and configuration."""
     info = {
         "backend": _backend(),
@@ -282,7 +325,7 @@ def get_wikipedia_capabilities() -> str:
         "output_formats": ["markdown", "json", "text"],
         "history": "revision in force at the end of the given day (UTC), rendered from wikitext",
     }
-    return json.dumps(info, indent=2)
+    return json_result(info)
 
 
 # --- offline -------------------------------------------------------------------------------------

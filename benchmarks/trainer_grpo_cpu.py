@@ -1,0 +1,230 @@
+"""GRPO on this CPU through the real gateway: TRL's GRPOTrainer, the episode loop, a tiny model.
+
+A real `gaia-env serve` (documents-csv-server and documents-docx-server) serves the demo data;
+three GAIA-format demo tasks; a tiny Qwen2 model and tokenizer built on the spot (no download),
+warm-started on scripted episodes through the same gateway so that it calls the right tool and
+then answers one of the set's answers at random; then GRPO steps in which every completion is
+one gateway-driven episode in its own MCP session. Prints the reward per step and writes the
+curve (PNG) and the numbers (JSON).
+
+    uv run --no-sync python benchmarks/trainer_grpo_cpu.py
+    uv run --no-sync python benchmarks/trainer_grpo_cpu.py --steps 40 --plot docs/trainer_grpo_cpu.png \
+        --json docs/trainer_grpo_cpu.json
+
+Needs the trainer's extras: scripts/trainer-extra.sh and scripts/trl-extra.sh (make test runs both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+import httpx
+import torch
+from gaia_train import cpu_demo
+from gaia_train.demo_data import write_demo_snapshot
+from gaia_train.testing import free_port
+from gaia_train.tiny_model import TinyModelConfig, build_model, build_tokenizer
+from gaia_train.trl_grpo import GaiaRollout, grpo_config, grpo_dataset, grpo_trainer
+from transformers import TrainerCallback
+
+
+class PrintRewards(TrainerCallback):
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.rows: list[dict[str, float]] = []
+
+    def on_log(self, args, state, control, logs=None, **kwargs) -> None:
+        if not logs or "reward" not in logs:
+            return
+        row = {
+            "step": state.global_step,
+            "reward_mean": round(logs["reward"], 4),
+            "reward_std": round(logs.get("reward_std", 0.0), 4),
+            "seconds": round(time.perf_counter() - self.started, 1),
+        }
+        self.rows.append(row)
+        print(
+            f"step {row['step']:3d}  reward/mean {row['reward_mean']:.3f}  std {row['reward_std']:.3f}  "
+            f"{row['seconds']:7.1f} s",
+            flush=True,
+        )
+
+
+def start_gateway(work: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    (work / "ws").mkdir()
+    gateway = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gaia_env",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--servers",
+            cpu_demo.SERVERS,
+            "--dataset-dir",
+            str(work / "demo"),
+            "--workspace-root",
+            str(work / "ws"),
+        ],
+        stdout=(work / "gateway.log").open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if gateway.poll() is not None:
+            raise RuntimeError(f"the gateway exited with {gateway.returncode}; see {work / 'gateway.log'}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/ready", timeout=2).status_code == 200:
+                return gateway, f"http://127.0.0.1:{port}/mcp"
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError("the gateway was not ready within 120 s")
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def plot(rows: list[dict[str, float]], baseline: float, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = [r["step"] for r in rows]
+    means = [r["reward_mean"] for r in rows]
+    window = 5
+    smooth = [
+        sum(means[max(0, i - window + 1) : i + 1]) / len(means[max(0, i - window + 1) : i + 1])
+        for i in range(len(means))
+    ]
+    fig, ax = plt.subplots(figsize=(7, 3.6), dpi=110)
+    ax.plot(steps, means, "o-", alpha=0.45, label="reward/mean per step")
+    ax.plot(steps, smooth, "-", linewidth=2.2, label=f"mean of the last {window} steps")
+    ax.axhline(
+        baseline, color="grey", linestyle="--", linewidth=1, label=f"chance after warm-start ({baseline:.2f})"
+    )
+    ax.set_xlabel("GRPO step")
+    ax.set_ylabel("GAIA reward (0/1)")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title("TRL GRPO on CPU through the gaia-env gateway (tiny model, 3 demo tasks)")
+    ax.legend(loc="lower right", fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=40, help="GRPO steps")
+    parser.add_argument("--generations", type=int, default=4, help="episodes per prompt (GRPO group size)")
+    parser.add_argument("--learning-rate", type=float, default=2e-3)
+    parser.add_argument(
+        "--optim", default="adamw_torch", help="a transformers optimizer name (sgd, adamw_torch, ...)"
+    )
+    parser.add_argument("--warm-steps", type=int, default=80, help="supervised warm-start steps")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch intra-op threads (1 suits a shared 2-core box)"
+    )
+    parser.add_argument("--plot", type=Path, help="write the reward curve here (PNG)")
+    parser.add_argument("--json", type=Path, help="write the numbers here")
+    args = parser.parse_args()
+    # The MCP SDK and the trainer log every request at INFO; only the curve belongs on the screen.
+    logging.basicConfig(level=logging.WARNING)
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
+
+    with tempfile.TemporaryDirectory(prefix="gaia-grpo-cpu-") as tmp:
+        work = Path(tmp)
+        write_demo_snapshot(work / "demo", skip_audio=True)
+        gateway, url = start_gateway(work)
+        try:
+            mcp = cpu_demo.demo_mcp(url)
+            rows = cpu_demo.demo_rows(work / "demo")
+            t0 = time.perf_counter()
+            tokenizer = build_tokenizer(anyio.run(cpu_demo.corpus, rows, mcp) * 4)
+            model = build_model(tokenizer, TinyModelConfig(seed=args.seed))
+            scripted = anyio.run(cpu_demo.scripted_episodes, rows, tokenizer, mcp)
+            losses = cpu_demo.warm_start(model, scripted, steps=args.warm_steps)
+            warm_s = time.perf_counter() - t0
+            print(
+                f"tiny model: {sum(p.numel() for p in model.parameters()):,} parameters, vocabulary {len(tokenizer)}; "
+                f"warm-start on {len(scripted)} scripted episodes: loss {losses[0]:.2f} -> {losses[-1]:.3f} "
+                f"in {warm_s:.0f} s",
+                flush=True,
+            )
+            rollout = GaiaRollout(tokenizer, mcp, cpu_demo.LIMITS, response_length=1024, seed=args.seed)
+            config = grpo_config(
+                str(work / "out"),
+                steps=args.steps,
+                prompts_per_step=len(rows),
+                num_generations=args.generations,
+                learning_rate=args.learning_rate,
+                temperature=1.0,
+                seed=args.seed,
+                optim=args.optim,
+                lr_scheduler_type="constant",
+            )
+            trainer = grpo_trainer(model, tokenizer, grpo_dataset([r.row for r in rows]), rollout, config)
+            printer = PrintRewards()
+            trainer.add_callback(printer)
+            trainer.train()
+        finally:
+            stop(gateway)
+
+    sessions = {e.result.session_id for e in rollout.episodes}
+    first, last = printer.rows[:5], printer.rows[-5:]
+    result = {
+        "steps": len(printer.rows),
+        "episodes": len(rollout.episodes),
+        "distinct_mcp_sessions": len(sessions),
+        "episodes_per_step": len(rows) * args.generations,
+        "tasks": list(cpu_demo.TASK_KEYS),
+        "servers": cpu_demo.SERVERS,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "warm_start_steps": args.warm_steps,
+        "warm_start_loss": [round(losses[0], 3), round(losses[-1], 4)],
+        "learning_rate": args.learning_rate,
+        "optimizer": args.optim,
+        "reward_mean_first_5_steps": round(sum(r["reward_mean"] for r in first) / len(first), 3),
+        "reward_mean_last_5_steps": round(sum(r["reward_mean"] for r in last) / len(last), 3),
+        "seconds_per_step": round(printer.rows[-1]["seconds"] / len(printer.rows), 2),
+        "cpus": os.cpu_count(),
+        "per_step": printer.rows,
+    }
+    summary = {k: v for k, v in result.items() if k != "per_step"}
+    width = max(map(len, summary))
+    print("\n".join(f"{k.ljust(width)}  {v}" for k, v in summary.items()))
+    if args.plot:
+        plot(printer.rows, 1 / len(rows), args.plot)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,48 @@
+"""The answer sizes in docs/tools.md are what the tools answer now (benchmarks/answer_sizes.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+from gaia_env import answer_sizes
+from gaia_kit import get_settings
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    # measure() points the kit at its own workspace and dataset; keep that to this test.
+    monkeypatch.setenv("GAIA_WORKSPACE_ROOT", "")
+    monkeypatch.setenv("GAIA_DATASET_DIR", "")
+    spec = importlib.util.spec_from_file_location(
+        "answer_sizes_bench", ROOT / "benchmarks" / "answer_sizes.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # its dataclasses look themselves up there
+    spec.loader.exec_module(module)
+    yield module
+    get_settings.cache_clear()
+
+
+def test_committed_answer_sizes_are_current(bench):
+    measured = bench.run()
+    committed = answer_sizes.load()
+    changed = [
+        f"{new['tool']} on {new['input']}: {old['chars']} -> {new['chars']}"
+        for new, old in zip(measured, committed, strict=False)
+        if new != old
+    ]
+    assert len(measured) == len(committed) and not changed, (
+        f"answer sizes changed ({changed}): run `uv run python benchmarks/answer_sizes.py` and `make docs`"
+    )
+
+
+def test_the_rows_layout_is_the_compact_one():
+    sizes = {(r["tool"], r["input"]): r["chars"] for r in answer_sizes.load()}
+    cells = sizes[("read_data_from_excel", "50 rows x 8 columns (layout cells)")]
+    rows = sizes[("read_data_from_excel", "50 rows x 8 columns (layout rows)")]
+    assert rows * 4 < cells

@@ -1,0 +1,168 @@
+"""GRPO on a CPU, end to end: demo tasks, a tiny model warm-started from scripted episodes, TRL.
+
+The task set is three GAIA-format demo tasks whose servers answer fast (two CSV questions and a
+docx memo). The warm-start runs scripted episodes through the real gateway with the same loop
+and token tape as training: for each task the right tool call on its attachment, the real
+server's output, then one of the set's answers (the right one and the others' answers, equally
+often), and trains on the sampled (mask 1) tokens only. After it the model calls the right tool
+and answers right about one time in three; GRPO, from the reward alone, has to raise that.
+
+What the tiny model learns is honest but small: it picks, for each question, among answers it
+has memorized. It does not read the tool output or compute anything.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import torch
+
+from . import dataset as ds
+from .demo_data import DEMO_TASKS
+from .episode import EpisodeLimits, Stop
+from .mcp_session import McpSettings, McpToolSession
+from .tiny_model import build_tokenizer
+from .trl_grpo import Episode, run_tape_episode
+
+SERVERS = "documents-csv-server,documents-docx-server"
+TASK_KEYS = ("csv-revenue", "csv-regions", "docx-codename")
+TOOL_FOR_EXTENSION = {
+    "csv": "extract_csv_content",
+    "docx": "extract_docx_content",
+    "txt": "extract_text_content",
+}
+LIMITS = EpisodeLimits(max_turns=3, episode_timeout_s=300)
+MAX_TOOL_OUTPUT = 500
+"""Characters of each tool output kept (the real server's text, capped with its note)."""
+
+
+@dataclass(frozen=True)
+class DemoTaskRow:
+    row: dict[str, Any]
+    """A VeRL-style row (`dataset.to_row`)."""
+    tool: str
+
+    @property
+    def attachment(self) -> str:
+        return self.row["extra_info"]["attachment_path"]
+
+    @property
+    def answer(self) -> str:
+        return str(self.row["reward_model"]["ground_truth"])
+
+    def tool_turn(self) -> str:
+        call = {"name": self.tool, "arguments": {"file_path": self.attachment}}
+        return f"<tool_call>\n{json.dumps(call)}\n</tool_call><|im_end|>"
+
+
+def answer_turn(answer: str) -> str:
+    return f"<answer>{answer}</answer><|im_end|>"
+
+
+def demo_rows(snapshot: Path, keys: Sequence[str] = TASK_KEYS) -> list[DemoTaskRow]:
+    """The demo snapshot's rows for `keys` (written by `demo_data.write_demo_snapshot`)."""
+    wanted = {t.task_id: t for t in DEMO_TASKS if t.key in keys}
+    missing = set(keys) - {t.key for t in wanted.values()}
+    if missing:
+        raise ValueError(f"unknown demo task keys {sorted(missing)}; see gaia_train.demo_data.DEMO_TASKS")
+    tasks = [t for t in ds.load_split(snapshot, "validation") if t.task_id in wanted]
+    rows = []
+    for index, task in enumerate(sorted(tasks, key=lambda t: keys.index(wanted[t.task_id].key))):
+        extension = wanted[task.task_id].extension
+        if extension not in TOOL_FOR_EXTENSION:
+            raise ValueError(
+                f"demo task {wanted[task.task_id].key} needs a {extension} reader; use csv, docx or txt"
+            )
+        rows.append(DemoTaskRow(ds.to_row(task, index, ds.DEFAULT_MOUNT), TOOL_FOR_EXTENSION[extension]))
+    if len(rows) != len(keys):
+        raise ValueError(f"the snapshot at {snapshot} lacks some of the demo tasks {list(keys)}")
+    return rows
+
+
+def demo_mcp(url: str, auth_token: str | None = None) -> McpSettings:
+    return McpSettings(url=url, servers=SERVERS, max_output_chars=MAX_TOOL_OUTPUT, auth_token=auth_token)
+
+
+async def corpus(rows: Sequence[DemoTaskRow], mcp: McpSettings) -> list[str]:
+    """The texts the model writes or is prompted with: each prompt with the gateway's tools, and the
+    scripted turns. Tool outputs are left out on purpose: they tokenize with whatever merges these
+    texts taught, as an unseen server answer would."""
+    probe = build_tokenizer(["-"], vocab_size=300)  # only its chat template, to render the prompts
+    async with McpToolSession(mcp) as session:
+        tools = session.openai_tools()
+    texts = []
+    for task in rows:
+        texts.append(probe.apply_chat_template(task.row["prompt"], tools=tools, tokenize=False))
+        texts += [task.tool_turn()] + [answer_turn(other.answer) for other in rows]
+    return texts
+
+
+def scripted(turns: list[str], tokenizer: Any):
+    """A generate_ids that writes `turns` one after the other (the text encoded, no log-probs)."""
+    queue = list(turns)
+
+    async def generate_ids(ids: list[int], max_tokens: int) -> tuple[list[int], list[float] | None]:
+        if not queue:
+            raise RuntimeError("the scripted episode asked for more turns than were written")
+        return list(tokenizer.encode(queue.pop(0), add_special_tokens=False))[:max_tokens], None
+
+    return generate_ids
+
+
+async def scripted_episodes(
+    rows: Sequence[DemoTaskRow], tokenizer: Any, mcp: McpSettings, response_length: int = 4096
+) -> list[Episode]:
+    """For each task and each of the set's answers, one scripted episode through the gateway."""
+    plans = [(task, other.answer) for task in rows for other in rows]
+    episodes: list[Episode | None] = [None] * len(plans)
+
+    async def one(index: int) -> None:
+        task, answer = plans[index]
+        turns = [task.tool_turn(), answer_turn(answer)]
+        episodes[index] = await run_tape_episode(
+            task.row["prompt"], tokenizer, scripted(turns, tokenizer), mcp, LIMITS, response_length
+        )
+
+    async with anyio.create_task_group() as group:
+        for index in range(len(plans)):
+            group.start_soon(one, index)
+    done = [e for e in episodes if e is not None]
+    for episode, (task, _) in zip(done, plans, strict=True):
+        if episode.result.stop is not Stop.ANSWER or episode.result.metrics.tool_errors:
+            raise RuntimeError(
+                f"the scripted episode for {task.row['extra_info']['task_id']} ended with "
+                f"{episode.result.stop} and {episode.result.metrics.tool_errors} tool errors; "
+                "is the gateway serving " + SERVERS + " with the demo data as its dataset dir?"
+            )
+    return done
+
+
+def warm_start(
+    model: torch.nn.Module, episodes: Sequence[Episode], steps: int = 80, learning_rate: float = 1e-2
+) -> list[float]:
+    """Supervised steps on the sampled (mask 1) tokens of `episodes`, full batch; the loss per step."""
+    rows = [
+        (e.tape.prompt_ids + e.tape.response_ids, [0] * len(e.tape.prompt_ids) + e.tape.response_mask)
+        for e in episodes
+    ]
+    width = max(len(ids) for ids, _ in rows)
+    pad = model.config.pad_token_id
+    input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in rows])
+    attention = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in rows])
+    labels = input_ids.clone()
+    labels[torch.tensor([mask + [0] * (width - len(mask)) for _, mask in rows]) == 0] = -100
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
+    model.train()
+    losses = []
+    for _ in range(steps):
+        loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses

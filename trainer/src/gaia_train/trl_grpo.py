@@ -1,0 +1,210 @@
+"""The TRL adapter: GRPO with TRL's `GRPOTrainer`, its rollouts played by the shared episode loop.
+
+TRL hands `rollout_func` the prompts of a step (each one already repeated `num_generations`
+times by its sampler) and expects one completion back per prompt. Each completion here is one
+episode of `run_episode` in its own MCP session, through a `TokenTape`: the prompt ids, the
+response ids (sampled turns and tool responses, in order), their log-probs, and the tape's mask
+as TRL's `env_mask`, so the loss counts only the tokens the model sampled. The episode's own
+final answer travels to the reward as the `gaia_answer` column.
+
+Generation runs on the trainer's own model (a plain sampling loop with the KV cache, one
+episode at a time in a worker thread) while the episodes' tool calls run concurrently. This is
+the CPU path: small models, no vLLM. `tiny_model` builds a model for it on the spot and
+`warm_start` teaches it the tool-call format from scripted episodes through the same gateway.
+
+Needs torch, transformers and TRL: scripts/trainer-extra.sh, then scripts/trl-extra.sh.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import torch
+from datasets import Dataset
+from trl import GRPOConfig, GRPOTrainer
+
+from .episode import EpisodeLimits, EpisodeResult, run_episode
+from .mcp_session import McpSettings, McpToolSession
+from .reward import gaia_reward_func
+from .tiny_model import sample
+from .tokens import GenerateIds, TokenPolicy, TokenTape
+
+
+@dataclass
+class Episode:
+    """One finished rollout: the tape trained on and what the loop reported."""
+
+    tape: TokenTape
+    result: EpisodeResult
+
+
+def grpo_dataset(rows: Sequence[dict[str, Any]]) -> Dataset:
+    """VeRL-style rows (`gaia_train.dataset.to_row`) as the columns TRL and the reward read."""
+    return Dataset.from_list(
+        [
+            {
+                "prompt": row["prompt"],
+                "ground_truth": str(row["reward_model"]["ground_truth"]),
+                "data_source": row["data_source"],
+                "task_id": row["extra_info"]["task_id"],
+            }
+            for row in rows
+        ]
+    )
+
+
+async def run_tape_episode(
+    messages: list[dict[str, Any]],
+    tokenizer: Any,
+    generate_ids: GenerateIds,
+    mcp: McpSettings,
+    limits: EpisodeLimits,
+    response_length: int,
+) -> Episode:
+    """One episode through the gateway, its tokens kept on a fresh tape."""
+    tape = TokenTape(tokenizer, response_length)
+    result = await run_episode(messages, TokenPolicy(tape, generate_ids), lambda: McpToolSession(mcp), limits)
+    return Episode(tape, result)
+
+
+@dataclass
+class GaiaRollout:
+    """TRL's `rollout_func`: every prompt is one gateway-driven episode sampled from the trainer's model."""
+
+    tokenizer: Any
+    mcp: McpSettings
+    limits: EpisodeLimits = field(default_factory=lambda: EpisodeLimits(max_turns=4, episode_timeout_s=300))
+    response_length: int = 1024
+    temperature: float = 1.0
+    max_concurrent: int = 16
+    seed: int = 0
+    episodes: list[Episode] = field(default_factory=list)
+    """Every episode of the run, in step order (for tests and reports)."""
+
+    def __post_init__(self) -> None:
+        self._generator = torch.Generator().manual_seed(self.seed)
+        self._lock = threading.Lock()
+
+    def __call__(self, prompts: list[list[dict[str, Any]]], trainer: GRPOTrainer) -> dict[str, list[Any]]:
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        episodes = anyio.run(self._run_all, prompts, model)
+        self.episodes.extend(episodes)
+        return {
+            "prompt_ids": [e.tape.prompt_ids for e in episodes],
+            "completion_ids": [e.tape.response_ids for e in episodes],
+            "logprobs": [e.tape.response_logprobs or [0.0] * len(e.tape.response_ids) for e in episodes],
+            "env_mask": [e.tape.response_mask for e in episodes],
+            # Per-completion columns for the reward function (and TRL's completion logs).
+            "gaia_answer": [e.result.answer for e in episodes],
+            "gaia_solution": [_sampled_text(e.tape) for e in episodes],
+            "gaia_session_id": [e.result.session_id for e in episodes],
+            "gaia_stop": [str(e.result.stop) for e in episodes],
+            "gaia_tool_calls": [e.result.metrics.total_tool_calls for e in episodes],
+        }
+
+    async def _run_all(self, prompts: list[list[dict[str, Any]]], model: torch.nn.Module) -> list[Episode]:
+        episodes: list[Episode | None] = [None] * len(prompts)
+        gate = anyio.Semaphore(self.max_concurrent)
+
+        async def generate_ids(ids: list[int], max_tokens: int) -> tuple[list[int], list[float] | None]:
+            return await anyio.to_thread.run_sync(self._sample, model, ids, max_tokens)
+
+        async def one(index: int) -> None:
+            async with gate:
+                episodes[index] = await run_tape_episode(
+                    prompts[index], self.tokenizer, generate_ids, self.mcp, self.limits, self.response_length
+                )
+
+        async with anyio.create_task_group() as group:
+            for index in range(len(prompts)):
+                group.start_soon(one, index)
+        return [e for e in episodes if e is not None]
+
+    def _sample(
+        self, model: torch.nn.Module, ids: list[int], max_tokens: int
+    ) -> tuple[list[int], list[float]]:
+        # One generation at a time: the model is shared, and a tiny model gains nothing from threads.
+        with self._lock:
+            return sample(
+                model, ids, max_tokens, self.tokenizer.eos_token_id, self.temperature, self._generator
+            )
+
+
+def _sampled_text(tape: TokenTape) -> str:
+    """What the model itself wrote, turns joined; tool responses and scaffolding left out."""
+    return tape.decode([t for t, m in zip(tape.response_ids, tape.response_mask, strict=True) if m])
+
+
+def gaia_grpo_reward(
+    prompts: list[Any],
+    completions: list[Any],
+    ground_truth: list[str],
+    gaia_answer: list[str | None],
+    gaia_solution: list[str],
+    data_source: list[str] | None = None,
+    **_: Any,
+) -> list[float]:
+    """TRL reward function: `gaia_reward_func` on each episode, its own final answer first."""
+    sources = data_source or ["gaia"] * len(ground_truth)
+    return [
+        gaia_reward_func(source, solution, truth, {"gaia_answer": answer})
+        for source, solution, truth, answer in zip(
+            sources, gaia_solution, ground_truth, gaia_answer, strict=True
+        )
+    ]
+
+
+def grpo_config(
+    output_dir: str,
+    *,
+    steps: int,
+    prompts_per_step: int,
+    num_generations: int,
+    learning_rate: float,
+    temperature: float,
+    seed: int = 0,
+    **overrides: Any,
+) -> GRPOConfig:
+    """A GRPOConfig for a CPU run: fp32, no checkpoints, no reporting, a log line per step."""
+    return GRPOConfig(
+        output_dir=output_dir,
+        max_steps=steps,
+        per_device_train_batch_size=prompts_per_step * num_generations,
+        num_generations=num_generations,
+        learning_rate=learning_rate,
+        temperature=temperature,
+        beta=0.0,
+        use_cpu=True,
+        bf16=False,
+        gradient_checkpointing=False,
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+        disable_tqdm=True,
+        seed=seed,
+        dataloader_num_workers=0,
+        **overrides,
+    )
+
+
+def grpo_trainer(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    dataset: Dataset,
+    rollout: GaiaRollout,
+    config: GRPOConfig,
+    reward: Callable[..., list[float]] = gaia_grpo_reward,
+) -> GRPOTrainer:
+    return GRPOTrainer(
+        model=model,
+        reward_funcs=[reward],
+        args=config,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        rollout_func=rollout,
+    )
