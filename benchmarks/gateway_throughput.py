@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -22,16 +21,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
-import psutil
+from loadgen import free_port, read_response, tree_rss_mib
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = ROOT / "tests" / "fixtures" / "probe_server.py"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def wait_http(url: str, timeout: float = 90) -> float:
@@ -133,8 +126,9 @@ async def load(url: str, clients: int, calls: int) -> dict[str, float]:
             for _ in range(per_client):
                 started = time.perf_counter()
                 writer.write(request)
-                payload = await read_response(reader)
+                status, payload = await read_response(reader)
                 latencies.append(time.perf_counter() - started)
+                assert status == 200, payload[:300]
                 assert b'"ping"' in payload, payload[:300]
         finally:
             writer.close()
@@ -148,28 +142,6 @@ async def load(url: str, clients: int, calls: int) -> dict[str, float]:
         "p50_ms": statistics.median(latencies) * 1000,
         "p99_ms": latencies[int(len(latencies) * 0.99) - 1] * 1000,
     }
-
-
-async def read_response(reader: asyncio.StreamReader) -> bytes:
-    head = await reader.readuntil(b"\r\n\r\n")
-    status = head.split(b" ", 2)[1]
-    assert status == b"200", head
-    headers = {
-        k.strip().lower(): v.strip() for k, _, v in (line.partition(b":") for line in head.split(b"\r\n")[1:])
-    }
-    if b"content-length" in headers:
-        return await reader.readexactly(int(headers[b"content-length"]))
-    chunks = []
-    while (size := int((await reader.readuntil(b"\r\n")).strip(), 16)) > 0:
-        chunks.append(await reader.readexactly(size))
-        await reader.readexactly(2)
-    await reader.readexactly(2)
-    return b"".join(chunks)
-
-
-def tree_rss_mb(pid: int) -> float:
-    root = psutil.Process(pid)
-    return sum(p.memory_info().rss for p in [root, *root.children(recursive=True)]) / 2**20
 
 
 def main() -> None:
@@ -202,7 +174,7 @@ def main() -> None:
             tmp, None, servers="filesystem-server,documents-txt-server,documents-csv-server"
         )
         time.sleep(2)
-        idle = tree_rss_mb(gw.pid)
+        idle = tree_rss_mib(gw.pid)
         gw.terminate()
         gw.wait(30)
     finally:

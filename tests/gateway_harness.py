@@ -160,6 +160,7 @@ PROBE_REGISTRY = """
 [servers.probe-a]
 command = ["{python}", "{probe}"]
 timeout = 4
+hung_after_s = 3
 
 [servers.probe-b]
 command = ["{python}", "{probe}"]

@@ -15,6 +15,7 @@ import httpx
 import psutil
 import pytest
 from gaia_env.registry import load_registry
+from gaia_kit.contract import BUSY
 from gateway_harness import PROBE_REGISTRY, RunningGateway, write_registry
 from mcp import Client
 
@@ -352,22 +353,45 @@ def test_server_killed_mid_call_fails_fast_and_comes_back(probe_gateway: Running
     assert probe_gateway.status()["servers"]["probe-a"]["restarts"] >= 1
 
 
+def _pid_of(gateway: RunningGateway, tool: str = "probe-a__whoami") -> int | None:
+    """The replica's pid, or None while it is being restarted (a busy answer)."""
+    reply = gateway.rpc("tools/call", {"name": tool, "arguments": {}}).json()
+    if "error" in reply:
+        assert reply["error"]["code"] == BUSY and "retry after" in reply["error"]["message"], reply
+        return None
+    result = reply["result"]
+    return None if result["isError"] else int(result["content"][0]["text"].split()[-1])
+
+
+def _wait_for_new_pid(gateway: RunningGateway, old: int, within: float = 30) -> int:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        pid = _pid_of(gateway)
+        if pid is not None and pid != old:
+            return pid
+        time.sleep(0.3)
+    raise AssertionError(f"probe-a was not restarted within {within} s: {gateway.status()}")
+
+
 def test_hung_server_times_out_and_is_restarted(probe_gateway: RunningGateway) -> None:
-    pid_before = int(probe_gateway.call("probe-a__whoami")["content"][0]["text"].split()[-1])
+    pid_before = _pid_of(probe_gateway)
     started = time.monotonic()
     reply = probe_gateway.call("probe-a__freeze", {"seconds": 60})
     assert reply["isError"]
     text = reply["content"][0]["text"]
     assert "freeze" in text and "probe-a" in text and "4 s" in text
     assert time.monotonic() - started < 10
-    deadline = time.monotonic() + 30
-    pid_after = pid_before
-    while time.monotonic() < deadline and pid_after == pid_before:
-        time.sleep(0.5)
-        answer = probe_gateway.call("probe-a__whoami")
-        if not answer["isError"]:
-            pid_after = int(answer["content"][0]["text"].split()[-1])
-    assert pid_after != pid_before
+    _wait_for_new_pid(probe_gateway, pid_before)
+    assert not psutil.pid_exists(pid_before) or psutil.Process(pid_before).status() == psutil.STATUS_ZOMBIE
+    assert "not even a ping" in probe_gateway.status()["servers"]["probe-a"]["last_error"]
+
+
+def test_a_stopped_server_is_detected_and_restarted(probe_gateway: RunningGateway) -> None:
+    pid_before = _pid_of(probe_gateway)
+    restarts = probe_gateway.status()["servers"]["probe-a"]["restarts"]
+    os.kill(pid_before, signal.SIGSTOP)  # hung_after_s = 3 in the probe registry
+    _wait_for_new_pid(probe_gateway, pid_before)
+    assert probe_gateway.status()["servers"]["probe-a"]["restarts"] == restarts + 1
     assert not psutil.pid_exists(pid_before) or psutil.Process(pid_before).status() == psutil.STATUS_ZOMBIE
 
 
@@ -425,31 +449,41 @@ def test_shutdown_leaves_no_process_behind(gateway_factory, tmp_path) -> None:
     assert alive == []
 
 
-def test_bounded_queue_answers_busy(gateway_factory, tmp_path) -> None:
+def test_past_capacity_calls_are_refused_fast_with_retry_after(gateway_factory, tmp_path) -> None:
     registry = write_registry(
         tmp_path / "tight.toml",
         """
         [servers.probe-a]
         command = ["{python}", "{probe}"]
+        replicas = 1
         max_in_flight = 1
-        max_queue = 1
+        max_queue_s = 1
         timeout = 20
     """,
     )
     gateway = gateway_factory("--config", str(registry))
-    replies: list[dict] = []
-    threads = [
-        threading.Thread(target=lambda: replies.append(gateway.call("nap", {"seconds": 2}))) for _ in range(4)
-    ]
+    assert not gateway.call("nap", {"seconds": 2})["isError"]  # the gateway now knows a nap costs 2 s
+    replies: list[tuple[float, dict]] = []
+
+    def nap() -> None:
+        started = time.monotonic()
+        reply = gateway.rpc("tools/call", {"name": "nap", "arguments": {"seconds": 2}}).json()
+        replies.append((time.monotonic() - started, reply))
+
+    threads = [threading.Thread(target=nap) for _ in range(4)]
     for thread in threads:
         thread.start()
         time.sleep(0.1)
     for thread in threads:
         thread.join(30)
-    busy = [r for r in replies if r["isError"]]
-    assert len(replies) == 4 and len(busy) >= 1
-    assert all("busy" in r["content"][0]["text"] for r in busy)
-    assert sum(not r["isError"] for r in replies) >= 2
+    busy = [(took, r["error"]) for took, r in replies if "error" in r]
+    served = [r["result"] for _, r in replies if "result" in r]
+    assert len(replies) == 4 and len(served) == 2 and len(busy) == 2
+    assert all(not result["isError"] for result in served)
+    for took, error in busy:
+        assert took < 1 and error["code"] == BUSY and error["data"]["server"] == "probe-a"
+        assert error["message"].endswith(f"retry after {error['data']['retryAfter']} s.")
+    assert gateway.status()["servers"]["probe-a"]["busy_answers"] == 2
 
 
 # -- security --------------------------------------------------------------------------------------
@@ -503,19 +537,76 @@ def test_idle_sessions_expire_and_lose_their_workspace(gateway_factory, tmp_path
     assert gateway.call("probe-a__peek", {"name": "d.txt"}, headers=dave)["isError"]
 
 
-def test_stateful_servers_are_told_when_a_session_ends(probe_gateway: RunningGateway) -> None:
+def test_only_the_replica_a_session_used_is_told_when_it_ends(probe_gateway: RunningGateway) -> None:
     ended_log = probe_gateway.workspace_root.parent / "ended-sessions.log"
     erin = {"X-Session-Id": "erin"}
-    assert not probe_gateway.call("probe-b__whoami", headers=erin)["isError"]
+    home = probe_gateway.call("probe-b__whoami", headers=erin)["content"][0]["text"].split()[-1]
+    assert not probe_gateway.call("probe-a__echo", {"text": "x"}, headers=erin)["isError"]
     assert httpx.delete(probe_gateway.url, headers=erin).json() == {"ended": True}
-
-    def told() -> list[str]:
-        lines = ended_log.read_text().splitlines() if ended_log.exists() else []
-        return [line for line in lines if line.endswith(" erin")]
-
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and len(told()) < 2:
-        time.sleep(0.1)
-    time.sleep(0.3)  # and no third: probe-a is stateless
-    assert len(told()) == 2  # both replicas of the stateful probe-b
+    waited = probe_gateway.call("probe-b__wait_ended", {"session_id": "erin"}, headers={"X-Session-Id": "w"})
+    assert waited["content"][0]["text"] == "told"
+    told = [line.split()[0] for line in ended_log.read_text().splitlines() if line.endswith(" erin")]
+    assert told == [home]  # not probe-b's other replica, not the stateless probe-a
     assert probe_gateway.call("probe-b__whoami", headers=erin)["content"][0]["text"].startswith("erin ")
+
+
+def test_a_sessionless_call_tells_only_the_server_it_used(probe_gateway: RunningGateway) -> None:
+    ended_log = probe_gateway.workspace_root.parent / "ended-sessions.log"
+    before = ended_log.read_text().splitlines() if ended_log.exists() else []
+    for _ in range(3):
+        assert not probe_gateway.call("probe-a__echo", {"text": "x"})["isError"]
+    ephemeral = probe_gateway.call("probe-b__whoami")["content"][0]["text"].split()[0]
+    waited = probe_gateway.call(
+        "probe-b__wait_ended", {"session_id": ephemeral}, headers={"X-Session-Id": "w2"}
+    )
+    assert waited["content"][0]["text"] == "told"
+    new = ended_log.read_text().splitlines()[len(before) :]
+    assert [line.split()[1] for line in new] == [ephemeral]
+
+
+# -- one error type on both fronts ----------------------------------------------------------------
+
+
+BAD_CALLS = [
+    ("", {"name": "nope", "arguments": {}}),
+    ("", {"name": "echo", "arguments": {"text": "ambiguous: both probes offer it"}}),
+    ("", {"name": "probe-a__echo", "arguments": {"text": 5}}),
+    ("", {"name": "probe-a__echo", "arguments": {}}),
+    ("?servers=no-such-server", {"name": "probe-a__echo", "arguments": {"text": "x"}}),
+    ("", {"name": "probe-a__refuse", "arguments": {"retry_after": 4}}),
+]
+
+
+@pytest.mark.anyio
+async def test_both_fronts_answer_bad_requests_with_the_same_error(probe_gateway: RunningGateway) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    for query, params in BAD_CALLS:
+        bare = probe_gateway.rpc("tools/call", params, path="/mcp" + query).json()["error"]
+        async with Client(probe_gateway.url + query, mode="legacy") as client:
+            with pytest.raises(MCPError) as raised:
+                await client.call_tool(params["name"], params["arguments"])
+        sdk = raised.value.error.model_dump(exclude_none=True)
+        assert sdk == bare, (params, sdk, bare)
+    assert bare["code"] == BUSY and bare["data"] == {"retryAfter": 4}
+
+
+# -- logs ------------------------------------------------------------------------------------------
+
+
+def test_server_stderr_lands_in_the_gateway_log_as_records(probe_gateway: RunningGateway) -> None:
+    headers = {"X-Session-Id": "logger"}
+    probe_gateway.call("probe-a__log", {"level": "error", "message": "disk on fire"}, headers=headers)
+    probe_gateway.call("probe-a__scribble", {"lines": 4}, headers=headers)
+    deadline, records = time.monotonic() + 10, []
+    while time.monotonic() < deadline:
+        records = [json.loads(line) for line in probe_gateway.log().splitlines() if line.startswith("{")]
+        if any("probe box line 3" in r["msg"] for r in records):
+            break
+        time.sleep(0.1)
+    fire = next(r for r in records if r["msg"] == "disk on fire")
+    assert fire["level"] == "error" and fire["logger"] == "gaia_env.server"
+    assert (fire["server"], fire["tool"], fire["session"]) == ("probe-a", "log", "logger")
+    (box,) = [r for r in records if "probe box line" in r["msg"]]
+    assert box["msg"].count("probe box line") == 4 and box["server"] == "probe-a"
+    assert "replica plan on" in probe_gateway.log()

@@ -52,9 +52,7 @@ def transport_security(config: HttpConfig) -> TransportSecuritySettings:
 
 
 def create_app(gateway: Gateway, config: HttpConfig) -> ASGIApp:
-    endpoint = MCPEndpoint(
-        gateway, transport_security(config), config.max_body_bytes, gateway.config.session_ttl
-    )
+    endpoint = MCPEndpoint(gateway, transport_security(config), config.max_body_bytes)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -17,13 +17,13 @@ from typing import Any
 import anyio
 from mcp.server.streamable_http import check_accept_headers
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
-from mcp_types import INVALID_PARAMS, INVALID_REQUEST
+from mcp_types import INVALID_REQUEST
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope
 
-from .gateway import Gateway, InvalidArguments, SelectionError, UnknownTool
-from .process import RemoteError
+from .errors import GatewayError
+from .gateway import Gateway
 from .selection import requested_servers, session_key
 
 FAST_METHODS = {"tools/list", "tools/call", "ping"}
@@ -33,18 +33,14 @@ class BareRequests:
     def __init__(self, gateway: Gateway, security: TransportSecuritySettings):
         self.gateway = gateway
         self.security = TransportSecurityMiddleware(security)
-        self._listings: dict[tuple[str, ...], tuple[list[dict[str, Any]], bytes]] = {}
 
-    async def answer(self, body: bytes, scope: Scope, receive: Receive) -> Response | None:
-        try:
-            parsed = json.loads(body)
-        except ValueError:
-            return None  # the SDK answers -32700
+    async def answer(self, parsed: Any, scope: Scope, receive: Receive) -> Response | None:
+        """The answer to one parsed JSON body, or None to let the SDK answer it."""
         request = Request(scope)
         if refusal := await self.security.validate_request(request, is_post=True):
             return refusal
         if problem := _not_a_request(parsed):
-            return _error(None, INVALID_REQUEST, problem, status=400)
+            return _error(None, {"code": INVALID_REQUEST, "message": problem}, status=400)
         message = _simple_request(parsed)
         if message is None or not check_accept_headers(request)[0]:
             return None
@@ -54,12 +50,10 @@ class BareRequests:
             if method == "ping":
                 return _reply(request_id, b"{}")
             if method == "tools/list":
-                return _reply(request_id, self._listing(selection))
+                return _reply(request_id, self.gateway.listing(selection).json)
             return await self._call(request_id, params, selection, scope, receive)
-        except (SelectionError, UnknownTool, InvalidArguments) as exc:
-            return _error(request_id, INVALID_PARAMS, str(exc))
-        except RemoteError as exc:
-            return _error(request_id, exc.code, exc.message)
+        except GatewayError as exc:
+            return _error(request_id, exc.as_jsonrpc())
 
     async def _call(
         self,
@@ -83,14 +77,6 @@ class BareRequests:
         if call.cancelled_caught:
             return Response(status_code=499)  # nobody is left to read it
         return _reply(request_id, json.dumps(result, separators=(",", ":")).encode())
-
-    def _listing(self, selection: tuple[str, ...]) -> bytes:
-        tools = self.gateway.list_tools(selection)
-        cached = self._listings.get(selection)
-        if cached is None or cached[0] is not tools:
-            cached = (tools, json.dumps({"tools": tools}, separators=(",", ":")).encode())
-            self._listings[selection] = cached
-        return cached[1]
 
 
 async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
@@ -131,6 +117,6 @@ def _reply(request_id: Any, result: bytes) -> Response:
     return Response(head + b',"result":' + result + b"}", media_type="application/json")
 
 
-def _error(request_id: Any, code: int, message: str, status: int = 200) -> Response:
-    body = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+def _error(request_id: Any, error: dict[str, Any], status: int = 200) -> Response:
+    body = {"jsonrpc": "2.0", "id": request_id, "error": error}
     return Response(json.dumps(body).encode(), status_code=status, media_type="application/json")

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
+
+import mcp.types as types
 
 SEPARATOR = "__"
 VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -65,3 +69,27 @@ def listing(tools_by_server: Mapping[str, list[dict[str, Any]]]) -> list[dict[st
             entry["name"] = by_route[(server, tool["name"])]
             entries.append(entry)
     return entries
+
+
+@dataclass
+class Listing:
+    """One selection's tools/list answer at one catalog version, in every form a front sends it."""
+
+    version: tuple[int, ...]
+    tools: list[dict[str, Any]]
+    routes: dict[str, ToolRoute]
+    json: bytes = field(repr=False)
+    """`{"tools": [...]}` as compact JSON: the bare path's reply body, encoded once."""
+
+    @classmethod
+    def build(cls, version: tuple[int, ...], tools_by_server: Mapping[str, list[dict[str, Any]]]) -> Listing:
+        routes = exposed_names(
+            {server: [t["name"] for t in tools] for server, tools in tools_by_server.items()}
+        )
+        tools = listing(tools_by_server)
+        return cls(version, tools, routes, json.dumps({"tools": tools}, separators=(",", ":")).encode())
+
+    @cached_property
+    def result(self) -> types.ListToolsResult:
+        """The SDK's model of the same answer, validated on first use by an SDK client."""
+        return types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in self.tools])

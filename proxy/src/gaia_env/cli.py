@@ -224,6 +224,7 @@ def _serve(args: argparse.Namespace, token: str | None) -> int:
     import uvicorn
 
     gateway = make_gateway(args)
+    print(f"gaia-env: {gateway.plan_text()}", file=sys.stderr, flush=True)
     http = HttpConfig(
         host=args.host,
         auth_token=token,

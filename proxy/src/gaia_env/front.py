@@ -24,15 +24,15 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
+from mcp_types import INVALID_REQUEST, PARSE_ERROR
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
 
 from .bare import BareRequests
-from .gateway import Gateway, InvalidArguments, SelectionError, UnknownTool
-from .process import RemoteError
+from .errors import GatewayError
+from .gateway import Gateway
 from .selection import CLIENT_SESSION_HEADER, SESSION_HEADER, requested_servers, session_key
 
 # The SDK's JSON parser (pydantic-core) stops at this depth; Python's json module at about 1,000,
@@ -41,38 +41,27 @@ MAX_JSON_DEPTH = 200
 
 
 def build_server(gateway: Gateway) -> Server[Any]:
-    listings: dict[tuple[str, ...], tuple[list[dict[str, Any]], types.ListToolsResult]] = {}
-
     def selection(ctx: Any) -> tuple[str, ...]:
         request = ctx.request
-        try:
-            return gateway.select(requested_servers(request.scope) if request is not None else None)
-        except SelectionError as exc:
-            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
+        return gateway.select(requested_servers(request.scope) if request is not None else None)
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        chosen = selection(ctx)
-        raw = gateway.list_tools(chosen)
-        cached = listings.get(chosen)
-        if cached is None or cached[0] is not raw:
-            cached = (raw, types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in raw]))
-            listings[chosen] = cached
-        return cached[1]
+        try:
+            return gateway.listing(selection(ctx)).result
+        except GatewayError as exc:
+            raise _sdk_error(exc) from None
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        chosen = selection(ctx)
         meta = dict(params.meta or {}) if params.meta else None
         key = session_key(ctx.request.scope, meta) if ctx.request is not None else None
         # The client's progress token stays here; the server gets one of the gateway's own.
         relay = Call(params.name, report=ctx.session.report_progress) if _progress_token(meta) else None
         try:
             result = await gateway.call_tool(
-                params.name, params.arguments, chosen, key, relay.progress if relay else None
+                params.name, params.arguments, selection(ctx), key, relay.progress if relay else None
             )
-        except (UnknownTool, InvalidArguments) as exc:
-            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
-        except RemoteError as exc:
-            raise MCPError(code=exc.code, message=exc.message, data=exc.data) from None
+        except GatewayError as exc:
+            raise _sdk_error(exc) from None
         if relay is not None:
             await relay.drain()  # every progress notification before the result
         return types.CallToolResult.model_validate(result)
@@ -80,7 +69,7 @@ def build_server(gateway: Gateway) -> Server[Any]:
     def input_schema(name: str) -> dict[str, Any] | None:
         try:
             return gateway.input_schema(gateway.route(name, tuple(gateway.pools)))
-        except UnknownTool:
+        except GatewayError:
             return None
 
     return Server(
@@ -93,21 +82,26 @@ def build_server(gateway: Gateway) -> Server[Any]:
     )
 
 
+def _sdk_error(exc: GatewayError) -> MCPError:
+    """The SDK's form of a gateway error: the same code, message and data the bare path sends."""
+    return MCPError(code=exc.code, message=exc.message, data=exc.data)
+
+
 class MCPEndpoint:
     """The ASGI endpoint for /mcp and /servers/<id>/mcp (a plain app: no Mount, no redirect)."""
 
-    def __init__(
-        self, gateway: Gateway, security: TransportSecuritySettings, max_body: int, session_ttl: float
-    ):
+    def __init__(self, gateway: Gateway, security: TransportSecuritySettings, max_body: int):
         self.gateway = gateway
         self.max_body = max_body
         server = build_server(gateway)
         common: dict[str, Any] = {"security_settings": security, "max_request_body_size": max_body}
+        # No idle timeout of the SDK's own: the gateway's session store owns every session's lifetime
+        # and ends the transport with the workspace (end_transport).
         self.stateful = StreamableHTTPSessionManager(
-            server, json_response=True, session_idle_timeout=session_ttl, **common
+            server, json_response=True, session_idle_timeout=None, **common
         )
         self.streaming = StreamableHTTPSessionManager(
-            server, json_response=False, session_idle_timeout=session_ttl, **common
+            server, json_response=False, session_idle_timeout=None, **common
         )
         self.stateless = StreamableHTTPSessionManager(server, json_response=True, stateless=True, **common)
         # SSE only once the call sends a notification (the 2026 path), else the same JSON answer.
@@ -115,6 +109,26 @@ class MCPEndpoint:
             server, json_response=False, stateless=True, **common
         )
         self.bare = BareRequests(gateway, security)
+        gateway.session_end_listeners.append(self.end_transport)
+
+    async def end_transport(self, session_id: str) -> None:
+        """End the SDK's transport of an MCP session the gateway ended (idle, or DELETE)."""
+        # The SDK offers no public way to end one session from outside; mcp is pinned (2.3.0).
+        manager = self._session_manager(session_id)
+        transport = manager._server_instances.get(session_id)
+        if transport is not None:
+            await manager._discard_session(session_id, transport)
+
+    def _registering(self, send: Send) -> Send:
+        """Register the session an initialize opens, so the store's one TTL covers it from the start."""
+
+        async def register(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                if session_id := Headers(raw=message.get("headers", [])).get(SESSION_HEADER):
+                    self.gateway.sessions.touch(session_id)
+            await send(message)
+
+        return register
 
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
@@ -138,7 +152,10 @@ class MCPEndpoint:
         version = headers.get("mcp-protocol-version")
         streams = _lists_event_stream(headers)
         if session_id:
-            await self._session_manager(session_id).handle_request(scope, receive, send)
+            manager = self._session_manager(session_id)
+            if session_id in manager._server_instances:  # a live session: its use keeps it
+                self.gateway.sessions.touch(session_id)
+            await manager.handle_request(scope, receive, send)
             if method == "DELETE":
                 await self.gateway.end_session(session_id)
             return
@@ -159,18 +176,19 @@ class MCPEndpoint:
                 scope, receive, send
             )
             return
-        if _nests_too_deep(body):
-            message = f"Parse error: the JSON nests more than {MAX_JSON_DEPTH} levels deep."
-            await _jsonrpc_error(400, PARSE_ERROR, message)(scope, receive, send)
+        message = _parse(body)
+        if _nests_too_deep(body, message):
+            error = f"Parse error: the JSON nests more than {MAX_JSON_DEPTH} levels deep."
+            await _jsonrpc_error(400, PARSE_ERROR, error)(scope, receive, send)
             return
-        if _is_initialize(body):
+        if _is_initialize(message):
             manager = self.streaming if streams else self.stateful
-            await manager.handle_request(scope, _replay(body, receive), send)
+            await manager.handle_request(scope, _replay(body, receive), self._registering(send))
             return
         if streams and b"progressToken" in body:  # progress needs an SSE answer: the SDK writes it
             await self.stateless_streaming.handle_request(scope, _replay(body, receive), send)
             return
-        fast = await self.bare.answer(body, scope, receive)
+        fast = await self.bare.answer(message, scope, receive) if message is not _UNPARSED else None
         if fast is not None:
             await fast(scope, receive, send)
             return
@@ -228,15 +246,27 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
-def _nests_too_deep(body: bytes) -> bool:
-    if body.count(b"[") + body.count(b"{") <= MAX_JSON_DEPTH:
-        return False
+_UNPARSED = object()
+"""Not JSON: the SDK answers it with -32700."""
+_TOO_DEEP = object()
+"""JSON nested past what Python's parser takes."""
+
+
+def _parse(body: bytes) -> Any:
+    """The body's JSON, parsed once for every path that reads it."""
     try:
-        value = json.loads(body)
+        return json.loads(body)
     except RecursionError:
-        return True
+        return _TOO_DEEP
     except ValueError:
-        return False  # not JSON at all: the SDK answers -32700
+        return _UNPARSED
+
+
+def _nests_too_deep(body: bytes, value: Any) -> bool:
+    if value is _TOO_DEEP:
+        return True
+    if value is _UNPARSED or body.count(b"[") + body.count(b"{") <= MAX_JSON_DEPTH:
+        return False
     stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, dict | list) else []
     while stack:
         item, depth = stack.pop()
@@ -247,13 +277,7 @@ def _nests_too_deep(body: bytes) -> bool:
     return False
 
 
-def _is_initialize(body: bytes) -> bool:
-    if b'"initialize"' not in body:
-        return False
-    try:
-        message = json.loads(body)
-    except ValueError:
-        return False
+def _is_initialize(message: Any) -> bool:
     messages = message if isinstance(message, list) else [message]
     return any(isinstance(m, dict) and m.get("method") == "initialize" for m in messages)
 

@@ -6,41 +6,35 @@ Transport-free: the MCP front and the CLI both drive it.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import os
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gaia_kit.contract import BUSY, SESSION_ID_KEY, WORKSPACE_KEY
 from jsonschema import validators
 from jsonschema.exceptions import SchemaError, ValidationError
 
 from . import catalog
+from .capacity import ReplicaPlan, available_cores, format_plan, replica_plan
+from .errors import GatewayError, InvalidArguments, SelectionError, UnknownTool
 from .metrics import Metrics
 from .pool import PoolError, ServerPool
-from .process import Progress, RemoteError
+from .process import Progress
 from .registry import ServerSpec
-from .sessions import SessionLimits, SessionRefused, SessionStore
+from .sessions import SessionLimits, SessionRefused, SessionState, SessionStore
 
 logger = logging.getLogger("gaia_env.gateway")
 
-SESSION_ID_KEY = "gaia-env/session-id"
-WORKSPACE_KEY = "gaia-env/workspace"
+__all__ = ["Gateway", "GatewayConfig", "InvalidArguments", "SelectionError", "UnknownTool"]
+
 # Variables a server must not inherit from the gateway.
 PRIVATE_ENV = {"MCP_AUTH_TOKEN"}
-
-
-class SelectionError(ValueError):
-    pass
-
-
-class UnknownTool(ValueError):
-    pass
-
-
-class InvalidArguments(ValueError):
-    pass
+SessionEndListener = Callable[[str], Awaitable[None] | None]
 
 
 @dataclass(frozen=True)
@@ -57,15 +51,19 @@ class Gateway:
         self.config = config
         self.metrics = Metrics()
         self.known_ids = sorted(set(all_ids or specs) | set(specs))
+        self.cores = available_cores()
         env = _server_env(config)
+        self.plans: dict[str, ReplicaPlan] = {
+            sid: replica_plan(spec, self.cores) for sid, spec in specs.items()
+        }
         self.pools = {
-            sid: ServerPool(spec, {**env, **spec.env}, on_restart=self._count_restart)
+            sid: ServerPool(spec, {**env, **spec.env}, on_restart=self._count_restart, plan=self.plans[sid])
             for sid, spec in specs.items()
         }
         self.sessions = SessionStore(
             config.workspace_root,
             config.session_ttl,
-            on_end=self._forget_session,
+            on_end=self._end_everywhere,
             limits=config.session_limits,
             on_refuse=lambda reason: self.metrics.sessions_refused.labels(reason).inc(),
         )
@@ -73,12 +71,15 @@ class Gateway:
         self.metrics.watch_sessions(
             self.sessions.__len__, self.sessions.free_disk_bytes, limits.max_sessions, limits.min_free_disk_mb
         )
+        self.session_end_listeners: list[SessionEndListener] = []
+        """Called with each ended session's key (the front ends the MCP transport of its own)."""
         self.started_at = time.time()
-        self._listings: dict[
-            tuple[str, ...], tuple[tuple[int, ...], list[dict[str, Any]], dict[str, catalog.ToolRoute]]
-        ] = {}
+        self._listings: dict[tuple[str, ...], catalog.Listing] = {}
         self._validators: dict[tuple[str, str, int], Any] = {}
         self._reaper: asyncio.Task[None] | None = None
+
+    def plan_text(self) -> str:
+        return format_plan(self.plans, self.cores)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -124,23 +125,20 @@ class Gateway:
             )
         return tuple(dict.fromkeys(requested))
 
-    def _catalog(
-        self, selection: tuple[str, ...]
-    ) -> tuple[list[dict[str, Any]], dict[str, catalog.ToolRoute]]:
+    def listing(self, selection: tuple[str, ...]) -> catalog.Listing:
+        """The tools of a selection, built once per catalog version and shared by every front."""
         version = tuple(self.pools[sid].tools_version for sid in selection)
         cached = self._listings.get(selection)
-        if cached is None or cached[0] != version:
-            tools = {sid: self.pools[sid].tools for sid in selection}
-            names = catalog.exposed_names({sid: [t["name"] for t in ts] for sid, ts in tools.items()})
-            cached = (version, catalog.listing(tools), names)
+        if cached is None or cached.version != version:
+            cached = catalog.Listing.build(version, {sid: self.pools[sid].tools for sid in selection})
             self._listings[selection] = cached
-        return cached[1], cached[2]
+        return cached
 
     def list_tools(self, selection: tuple[str, ...]) -> list[dict[str, Any]]:
-        return self._catalog(selection)[0]
+        return self.listing(selection).tools
 
     def route(self, name: str, selection: tuple[str, ...]) -> catalog.ToolRoute:
-        names = self._catalog(selection)[1]
+        names = self.listing(selection).routes
         route = names.get(name) or catalog.resolve(
             name, {sid: [t["name"] for t in self.pools[sid].tools] for sid in selection}
         )
@@ -203,18 +201,18 @@ class Gateway:
         outcome = "ok"
         self.metrics.in_flight.labels(route.server).inc()
         try:
-            async with self.sessions.use(session_key) as session:
+            async with self.sessions.use(session_key, route.server) as session:
                 meta = {SESSION_ID_KEY: session.key, WORKSPACE_KEY: str(session.workspace)}
                 params = {"name": route.tool, "arguments": arguments, "_meta": meta}
-                result = await pool.call("tools/call", params, session_key, on_progress)
+                result = await pool.call("tools/call", params, session.key, on_progress)
             if result.get("isError"):
                 outcome = "tool_error"
             return result
         except (PoolError, SessionRefused) as exc:
             outcome = "gateway_error"
             return {"content": [{"type": "text", "text": str(exc)}], "isError": True}
-        except RemoteError:
-            outcome = "gateway_error"
+        except GatewayError as exc:  # refused: busy (the gateway's or the server's own), or a server's error
+            outcome = "busy" if exc.code == BUSY else "gateway_error"
             raise
         except asyncio.CancelledError:  # the client cancelled or went away; the server was told
             outcome = "cancelled"
@@ -238,9 +236,18 @@ class Gateway:
     async def end_session(self, key: str) -> bool:
         return await self.sessions.end(key)
 
-    def _forget_session(self, key: str) -> None:
-        for pool in self.pools.values():
-            pool.end_session(key)
+    async def _end_everywhere(self, session: SessionState) -> None:
+        """Tell the servers the session used, then the listeners; one failing does not stop the rest."""
+        for sid in session.servers:
+            if sid in self.pools:
+                self.pools[sid].end_session(session.key)
+        for listener in self.session_end_listeners:
+            try:
+                outcome = listener(session.key)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception:
+                logger.exception("ending session %s in a listener failed", session.key)
 
     def _count_restart(self, server: str) -> None:
         self.metrics.restarts.labels(server).inc()
@@ -251,6 +258,7 @@ def _server_env(config: GatewayConfig) -> dict[str, str]:
     env["GAIA_WORKSPACE_ROOT"] = str(config.workspace_root.resolve())
     env["GAIA_DATASET_DIR"] = str(config.dataset_dir.resolve())
     env.setdefault("PYTHONUNBUFFERED", "1")
+    env["GAIA_GATEWAY_SESSIONS"] = "1"  # the gateway ends sessions: servers keep no idle timers of their own
     return env
 
 

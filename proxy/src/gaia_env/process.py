@@ -14,10 +14,14 @@ import json
 import logging
 import os
 import signal
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import psutil
+
+from .errors import GatewayError
+from .logs import ServerLog
 
 logger = logging.getLogger("gaia_env.process")
 
@@ -37,12 +41,8 @@ Progress = Callable[[float, float | None, str | None], None]
 """Called with (progress, total, message) for each notifications/progress of a call."""
 
 
-class RemoteError(Exception):
-    def __init__(self, code: int, message: str, data: Any = None):
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
+class RemoteError(GatewayError):
+    """The server answered a request with a JSON-RPC error; it is passed on unchanged."""
 
 
 class ServerProcess:
@@ -53,6 +53,8 @@ class ServerProcess:
         self.proc: asyncio.subprocess.Process | None = None
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=50)
         self.exited = asyncio.Event()
+        self.last_heard = time.monotonic()
+        """When the server last wrote anything on stdout (a reply, a notification, a request)."""
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._progress: dict[int, Progress] = {}
@@ -62,6 +64,14 @@ class ServerProcess:
     @property
     def pid(self) -> int | None:
         return self.proc.pid if self.proc else None
+
+    def cpu_seconds(self) -> float:
+        """CPU time the server process has used (all its threads), 0 once it is gone."""
+        try:
+            times = psutil.Process(self.proc.pid).cpu_times() if self.proc else None
+        except psutil.Error:
+            return 0.0
+        return times.user + times.system if times else 0.0
 
     async def start(self, timeout: float) -> list[dict[str, Any]]:
         """Spawn, handshake, and return the server's tools."""
@@ -160,6 +170,7 @@ class ServerProcess:
         assert self.proc is not None and self.proc.stdout is not None
         try:
             while line := await self.proc.stdout.readline():
+                self.last_heard = time.monotonic()
                 try:
                     message = json.loads(line)
                 except ValueError:
@@ -216,11 +227,9 @@ class ServerProcess:
 
     async def _read_stderr(self) -> None:
         assert self.proc is not None and self.proc.stderr is not None
+        relay = ServerLog(self.name, self.stderr_tail)
         with contextlib.suppress(ValueError, ConnectionError):
-            while line := await self.proc.stderr.readline():
-                text = line.decode("utf-8", "replace").rstrip()
-                self.stderr_tail.append(text)
-                logger.info("[%s] %s", self.name, text)
+            await relay.follow(self.proc.stderr)
 
     async def _on_exit(self) -> None:
         if self.proc is not None:

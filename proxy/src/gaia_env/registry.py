@@ -16,17 +16,29 @@ class RegistryError(ValueError):
     pass
 
 
+AUTO = "auto"
+
+
 @dataclass(frozen=True)
 class ServerSpec:
     id: str
     command: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
-    replicas: int = 1
+    replicas: int | str = AUTO
+    """Processes to start with; "auto" starts `min_replicas` and scales on queue depth."""
+    min_replicas: int | None = None
+    max_replicas: int | str | None = None
+    """The most processes scaling may run; "auto" is one per core."""
     timeout: float = 120.0
     enabled: bool = True
     stateful: bool = False
+    state: str = "per-session state"
+    """What a stateful server keeps per session, named when a restart loses it."""
     max_in_flight: int = 32
-    max_queue: int = 256
+    max_queue_s: float = 10.0
+    """Seconds of queued work a server accepts beyond its free slots before it answers busy."""
+    hung_after_s: float = 30.0
+    """A replica that answers nothing, not even a ping, for this long is hung and is restarted."""
     startup_timeout: float = 60.0
 
     def argv(self) -> list[str]:
@@ -72,9 +84,26 @@ def load_registry(path: Path = DEFAULT_REGISTRY) -> dict[str, ServerSpec]:
             env={k: str(v) for k, v in merged.pop("env", {}).items()},
             **merged,
         )
-        if specs[server_id].replicas < 1:
-            raise RegistryError(f"Registry entry {server_id!r}: replicas must be at least 1.")
+        _check_replicas(specs[server_id])
     return specs
+
+
+def _check_replicas(spec: ServerSpec) -> None:
+    def valid(value: object, *, auto: bool) -> bool:
+        return (auto and value == AUTO) or (
+            isinstance(value, int) and not isinstance(value, bool) and value >= 1
+        )
+
+    if not valid(spec.replicas, auto=True):
+        raise RegistryError(f'Registry entry {spec.id!r}: replicas must be "auto" or a number of at least 1.')
+    if spec.min_replicas is not None and not valid(spec.min_replicas, auto=False):
+        raise RegistryError(f"Registry entry {spec.id!r}: min_replicas must be a number of at least 1.")
+    if spec.max_replicas is not None and not valid(spec.max_replicas, auto=True):
+        raise RegistryError(
+            f'Registry entry {spec.id!r}: max_replicas must be "auto" or a number of at least 1.'
+        )
+    if isinstance(spec.max_replicas, int) and spec.max_replicas < (spec.min_replicas or 1):
+        raise RegistryError(f"Registry entry {spec.id!r}: max_replicas is below min_replicas.")
 
 
 def select_enabled(
@@ -91,7 +120,8 @@ def select_enabled(
     else:
         chosen = {sid: spec for sid, spec in specs.items() if spec.enabled}
     if replicas:
-        chosen = {sid: replace(spec, replicas=replicas) for sid, spec in chosen.items()}
+        fixed = {"replicas": replicas, "min_replicas": replicas, "max_replicas": replicas}
+        chosen = {sid: replace(spec, **fixed) for sid, spec in chosen.items()}
     return chosen
 
 
@@ -99,10 +129,14 @@ _FIELDS = {
     "command",
     "env",
     "replicas",
+    "min_replicas",
+    "max_replicas",
     "timeout",
     "enabled",
     "stateful",
+    "state",
     "max_in_flight",
-    "max_queue",
+    "max_queue_s",
+    "hung_after_s",
     "startup_timeout",
 }

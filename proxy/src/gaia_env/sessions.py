@@ -1,6 +1,9 @@
 """Sessions: one private workspace directory per session key, removed when the session ends.
 
-New workspaces are admitted only while the gateway holds fewer than `max_sessions` sessions and
+The store owns every session's lifetime: one idle TTL, for the workspace, the MCP transport and the
+state servers keep. It remembers which servers a session called, so ending it tells only those.
+
+New workspaces are admitted only while the gateway holds fewer than `max_sessions` of them and
 the disk under the workspace root has more than `min_free_disk_mb` free: past either, a new
 session is refused at once with the reason, and the sessions already running go on.
 """
@@ -14,7 +17,7 @@ import logging
 import shutil
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,6 +48,13 @@ class SessionState:
     workspace: Path
     last_used: float = field(default_factory=time.monotonic)
     active_calls: int = 0
+    servers: set[str] = field(default_factory=set)
+    """The servers this session called: the ones told when it ends."""
+    made: bool = False
+    """Its workspace exists (an MCP session has none until its first tool call)."""
+
+
+OnEnd = Callable[[SessionState], Awaitable[None]]
 
 
 class SessionStore:
@@ -52,7 +62,7 @@ class SessionStore:
         self,
         root: Path,
         idle_ttl: float,
-        on_end: Callable[[str], None] | None = None,
+        on_end: OnEnd | None = None,
         limits: SessionLimits = SessionLimits(),
         on_refuse: Callable[[str], None] | None = None,
     ):
@@ -60,13 +70,16 @@ class SessionStore:
         self.idle_ttl = idle_ttl
         self.limits = limits
         self._sessions: dict[str, SessionState] = {}
+        self._workspaces = 0
+        """Sessions whose workspace exists: what max_sessions counts."""
         self._on_end = on_end
         self._on_refuse = on_refuse
         root.mkdir(parents=True, exist_ok=True)
         quota.prepare_root(root)
 
     def __len__(self) -> int:
-        return len(self._sessions)
+        """Sessions with a workspace (an MCP session that has not called a tool yet has none)."""
+        return self._workspaces
 
     def free_disk_bytes(self) -> int:
         return shutil.disk_usage(self.root).free
@@ -74,9 +87,9 @@ class SessionStore:
     def describe(self) -> dict[str, object]:
         """For /ready: how many sessions there are, the limits, and whether new ones are taken."""
         free_mb = self.free_disk_bytes() // 2**20
-        full = bool(self.limits.max_sessions) and len(self._sessions) >= self.limits.max_sessions
+        full = bool(self.limits.max_sessions) and len(self) >= self.limits.max_sessions
         return {
-            "live": len(self._sessions),
+            "live": len(self),
             "max_sessions": self.limits.max_sessions,
             "free_disk_mb": free_mb,
             "min_free_disk_mb": self.limits.min_free_disk_mb,
@@ -86,7 +99,7 @@ class SessionStore:
     def _admit(self, keyed: bool) -> None:
         """Raise SessionRefused when a new workspace may not be made now."""
         limit = self.limits.max_sessions
-        if keyed and limit and len(self._sessions) >= limit:
+        if keyed and limit and len(self) >= limit:
             self._refuse(
                 "max_sessions",
                 f"The gateway already holds its maximum of {limit} sessions (GAIA_MAX_SESSIONS), so no "
@@ -108,33 +121,37 @@ class SessionStore:
         logger.warning("new session refused: %s", reason)
         raise SessionRefused(reason, message)
 
-    def workspace_for(self, key: str) -> SessionState:
+    def touch(self, key: str) -> SessionState:
+        """The session with this key, registered on first sight (its workspace is made on first use)."""
         state = self._sessions.get(key)
         if state is None:
-            self._admit(keyed=True)
             # Hash the client's key: it names a directory, and clients choose it.
             digest = hashlib.sha256(key.encode()).hexdigest()[:32]
             state = SessionState(key, self.root / f"s-{digest}")
-            state.workspace.mkdir(parents=True, exist_ok=True)
             self._sessions[key] = state
         state.last_used = time.monotonic()
         return state
 
     @contextlib.asynccontextmanager
-    async def use(self, key: str | None) -> AsyncIterator[SessionState]:
+    async def use(self, key: str | None, server: str) -> AsyncIterator[SessionState]:
         """A call's session; a call with no key gets a fresh workspace that is removed after it."""
         if key is None:
             self._admit(keyed=False)
             state = SessionState(f"ephemeral-{uuid.uuid4().hex}", self.root / f"e-{uuid.uuid4().hex}")
+            state.servers.add(server)
             state.workspace.mkdir(parents=True)
             try:
                 yield state
             finally:
-                if self._on_end:
-                    self._on_end(state.key)
-                await asyncio.to_thread(_remove, state.workspace)
+                await self._release(state)
             return
-        state = self.workspace_for(key)
+        state = self.touch(key)
+        if not state.made:
+            self._admit(keyed=True)
+            state.workspace.mkdir(parents=True, exist_ok=True)
+            state.made = True
+            self._workspaces += 1
+        state.servers.add(server)
         state.active_calls += 1
         try:
             yield state
@@ -146,11 +163,17 @@ class SessionStore:
         state = self._sessions.pop(key, None)
         if state is None:
             return False
-        if self._on_end:
-            self._on_end(key)
-        await asyncio.to_thread(_remove, state.workspace)
+        self._workspaces -= state.made
+        await self._release(state)
         logger.info("session ended, workspace removed: %s", state.workspace.name)
         return True
+
+    async def _release(self, state: SessionState) -> None:
+        try:
+            if self._on_end:
+                await self._on_end(state)
+        finally:
+            await asyncio.to_thread(_remove, state.workspace)
 
     async def reap_idle(self) -> int:
         now = time.monotonic()

@@ -412,3 +412,38 @@ async def test_simultaneous_first_calls_of_a_session_share_one_context(browse, s
     shown = await asyncio.gather(*(browse("browser_tabs", action="new") for _ in range(3)))
     assert all(not result.is_error for result in shown)
     assert "- 2:" in ok(await browse("browser_tabs", action="list"))
+
+
+async def test_navigations_wait_for_a_rendering_slot_and_past_the_queue_are_busy(site, kit_env, monkeypatch):
+    from mcp.shared.exceptions import MCPError
+
+    monkeypatch.setenv("PLAYWRIGHT_MAX_NAVIGATIONS", "1")
+    monkeypatch.setenv("PLAYWRIGHT_NAVIGATION_QUEUE_S", "0.1")
+    get_playwright_settings.cache_clear()
+    host.render._semaphore, host.render.hold_s = None, 1.0
+    slow_ws, fast_ws = kit_env.root / "slow", kit_env.root / "fast"
+    slow_ws.mkdir(), fast_ws.mkdir()
+    try:
+        async with (
+            session_call(server, slow_ws, "slow-page") as slow,
+            session_call(server, fast_ws, "fast-page") as fast,
+        ):
+            ok(await fast("browser_navigate", url=site.url("/")))  # both contexts exist before the race
+            ok(await slow("browser_navigate", url=site.url("/")))
+            loading = asyncio.ensure_future(slow("browser_navigate", url=site.url("/never")))
+            while not host.render.loading:
+                await asyncio.sleep(0.01)
+            with pytest.raises(MCPError) as refused:  # the one slot is taken and 1 s > the 0.1 s queue
+                await fast("browser_navigate", url=site.url("/form"))
+            assert refused.value.error.data == {"retryAfter": 1}
+            assert "rendering slots" in refused.value.error.message
+            # The slow page frees its slot after HOLD_S: the other session's page loads long before it ends.
+            host.render.hold_s = 0.05
+            shown = ok(await fast("browser_navigate", url=site.url("/form")))
+            assert "- Page Title: Form" in shown and not loading.done()
+            assert "did not finish loading within 3 s" in ok(await loading)
+    finally:
+        for session_id in ("slow-page", "fast-page"):
+            await host.end_session(session_id)
+        get_playwright_settings.cache_clear()
+        host.render._semaphore, host.render.hold_s = None, 0.5

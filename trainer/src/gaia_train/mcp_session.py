@@ -5,7 +5,8 @@ against it before it is sent (a wrong call gets a precise message back, not a ro
 the session enforces a per-call
 deadline, caps the text a call returns, and is closed whatever happens: the SDK ends its
 transport, and a `DELETE /mcp` with the session header tells the gateway to drop the
-workspace.
+workspace. A busy answer (a JSON-RPC error whose data says `retryAfter` seconds) is retried
+after that long, backing off, for as long as the per-call deadline allows.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import re
 import ssl
 import time
@@ -36,6 +38,9 @@ from .toolcalls import ToolCall
 log = logging.getLogger(__name__)
 
 DEFAULT_MCP_URL = "http://127.0.0.1:8080/mcp"
+RETRY_AFTER = "retryAfter"
+"""Key of a busy error's data in gaia-env's wire contract (gaia_kit.contract; the trainer runs without the kit)."""
+MAX_BACKOFF_S = 30.0
 
 
 class EnvironmentUnavailable(RuntimeError):
@@ -221,6 +226,13 @@ def _validator(schema_json: str) -> jsonschema.protocols.Validator:
     return cls(schema)
 
 
+def _retry_after(exc: MCPError) -> float | None:
+    """Seconds a busy answer asks the caller to wait, or None for any other error."""
+    data = exc.error.data
+    told = data.get(RETRY_AFTER) if isinstance(data, dict) else None
+    return float(told) if isinstance(told, int | float) and not isinstance(told, bool) and told >= 0 else None
+
+
 def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
     leaves: list[BaseException] = []
     for inner in group.exceptions:
@@ -385,6 +397,24 @@ class McpToolSession:
             )
         return None
 
+    async def _call_until_served(self, call: ToolCall, deadline: float) -> CallToolResult:
+        """Send the call; after a busy answer wait as told (longer each time, with jitter) and send it
+        again, unless the wait would pass the deadline: then the busy answer is the outcome."""
+        assert self._client is not None
+        attempt = 0
+        while True:
+            try:
+                return await self._client.call_tool(call.name, call.arguments)
+            except MCPError as exc:
+                told = _retry_after(exc)
+                if told is None:
+                    raise
+                wait = min(MAX_BACKOFF_S, told * 1.5**attempt) * random.uniform(1, 1.25)
+                if anyio.current_time() + wait >= deadline:
+                    raise
+            attempt += 1
+            await anyio.sleep(wait)
+
     async def call(self, call: ToolCall) -> ToolOutcome:
         """Run one call; every failure comes back as an error outcome the model can read."""
         started = time.perf_counter()
@@ -396,7 +426,7 @@ class McpToolSession:
         timeout = self.settings.call_timeout_s
         try:
             with anyio.fail_after(timeout):
-                result = await self._client.call_tool(call.name, call.arguments)
+                result = await self._call_until_served(call, anyio.current_time() + timeout)
         except TimeoutError:
             text, is_error = (
                 f"Error: {call.name} did not finish within {timeout:g} s and was cancelled.",

@@ -11,6 +11,8 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 
+from .logs import log_to_stderr
+
 Check = Callable[[], dict[str, Any]]
 
 
@@ -27,8 +29,9 @@ def run(server: MCPServer, argv: list[str] | None = None, check: Check | None = 
         report.update(check() if check else {})
         sys.stdout.write(json.dumps(report) + "\n")
         return
-    # Logs go to stderr: on stdio, stdout carries the protocol.
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    # Logs go to stderr, one JSON record a line, which the gateway relays into its own log; on
+    # stdio, stdout carries the protocol.
+    log_to_stderr(logging.WARNING)
     if args.transport == "stdio":
         server.run("stdio")
     else:

@@ -19,11 +19,12 @@ import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
+from mcp.shared.exceptions import MCPError
 from mcp_types import NotificationParams
 
-from . import calls
+from . import calls, logs
+from .contract import SESSION_ENDED, SESSION_ID_KEY
 from .errors import describe_exception
-from .session import SESSION_ENDED
 
 logger = logging.getLogger("gaia_kit")
 
@@ -86,6 +87,9 @@ class KitServer(MCPServer):
         report = context.report_progress if context is not None else None
         call = calls.Call(name, tool.annotations if tool is not None else None, report)
         token = calls.enter(call)
+        # Every log record written while the tool runs names the tool and the session.
+        tool_token = logs.tool.set(name)
+        session_token = logs.session.set(_session_id(context))
         try:
             result = await super().call_tool(name, arguments, context)
             await call.drain()  # progress already reported goes out before the result
@@ -94,7 +98,17 @@ class KitServer(MCPServer):
             call.cancelled.set()
             raise
         finally:
+            logs.tool.reset(tool_token)
+            logs.session.reset(session_token)
             calls.leave(token)
+
+
+def _session_id(context: Any) -> str | None:
+    try:
+        meta = context.request_context.meta if context is not None else None
+    except ValueError:  # a Context made outside a request
+        return None
+    return (meta or {}).get(SESSION_ID_KEY)
 
 
 def _explained(fn: Callable[..., Any], tool: str) -> Callable[..., Any]:
@@ -106,7 +120,7 @@ def _explained(fn: Callable[..., Any], tool: str) -> Callable[..., Any]:
         async def async_tool(*args: Any, **kwargs: Any) -> Any:
             try:
                 return await fn(*args, **kwargs)
-            except (ToolError, calls.CallCancelled):
+            except (ToolError, MCPError, calls.CallCancelled):  # MCPError: a protocol answer (busy)
                 raise
             except Exception as exc:
                 raise ToolError(describe_exception(tool, exc)) from None
@@ -116,7 +130,7 @@ def _explained(fn: Callable[..., Any], tool: str) -> Callable[..., Any]:
     def sync_tool(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except (ToolError, calls.CallCancelled):
+        except (ToolError, MCPError, calls.CallCancelled):
             raise
         except Exception as exc:
             raise ToolError(describe_exception(tool, exc)) from None

@@ -12,14 +12,12 @@ from typing import Any
 
 from mcp.server.mcpserver import Context
 
+from .contract import SESSION_ENDED, SESSION_ID_KEY, WORKSPACE_KEY
 from .errors import ToolFailure
 from .paths import PathGuard
 from .settings import get_settings
 
-SESSION_ID_KEY = "gaia-env/session-id"
-WORKSPACE_KEY = "gaia-env/workspace"
-SESSION_ENDED = "notifications/gaia-env/session_ended"
-"""Sent by the gateway to stateful servers when a session ends, so they release its state."""
+__all__ = ["SESSION_ENDED", "SESSION_ID_KEY", "WORKSPACE_KEY", "Session", "session_of"]
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,10 @@ class KitSettings(BaseSettings):
     workspace_max_files: int = 50_000
     """Most files, folders and links one session workspace may hold; 0 for no limit."""
 
+    gateway_sessions: bool = False
+    """Set by the gateway: it owns session lifetimes (one TTL) and says when each ends, so servers
+    keep no idle timers of their own."""
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> KitSettings:

@@ -10,19 +10,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
+import os
 import re
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from gaia_kit.chromium import launch_options
-from gaia_kit.errors import ToolFailure
+from gaia_kit.errors import Busy, ToolFailure
 from gaia_kit.paths import PathGuard, free_path
 from gaia_kit.quota import QuotaExceeded, place, staged
 from gaia_kit.session import Session
+from gaia_kit.settings import get_settings
 from playwright.async_api import (
     Browser,
     BrowserContext,
@@ -244,6 +247,54 @@ def first_line(exc: BaseException) -> str:
     return re.sub(r"^\w+\.\w+: ", "", text)[:300] or type(exc).__name__
 
 
+class RenderSlots:
+    """Admission of navigations: Chromium renders on the machine's cores, so a replica loads at most
+    PLAYWRIGHT_MAX_NAVIGATIONS documents at once (default: one per core), and a navigation that would
+    wait longer than PLAYWRIGHT_NAVIGATION_QUEUE_S for a slot is answered busy at once instead."""
+
+    HOLD_S = 2.0
+    """A document still loading after this waits on its network, not on the cores: it frees its slot,
+    so one session's slow page never holds up the others."""
+
+    def __init__(self) -> None:
+        self.loading = 0
+        self.waiting = 0
+        self.hold_s = 0.5
+        """Moving average of how long a navigation held its slot."""
+        self._semaphore: asyncio.Semaphore | None = None
+
+    @property
+    def slots(self) -> int:
+        return get_playwright_settings().max_navigations or os.cpu_count() or 1
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(self.slots)
+        queue_s = get_playwright_settings().navigation_queue_s
+        if self._semaphore.locked():
+            expected = math.ceil((self.waiting + 1) / self.slots) * self.hold_s
+            if expected > queue_s:
+                raise Busy(
+                    f"The browser is busy: {self.loading} pages are loading and {self.waiting} more wait "
+                    f"for this replica's {self.slots} rendering slots",
+                    max(1, math.ceil(expected - queue_s / 2)),
+                )
+        self.waiting += 1
+        try:
+            await self._semaphore.acquire()
+        finally:
+            self.waiting -= 1
+        self.loading += 1
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.loading -= 1
+            self._semaphore.release()
+            self.hold_s += 0.2 * (time.monotonic() - started - self.hold_s)
+
+
 class BrowserHost:
     """The replica's browser: launched on first use, relaunched when it dies."""
 
@@ -259,6 +310,7 @@ class BrowserHost:
         self._reaper: asyncio.Task[None] | None = None
         self.sessions: dict[str, BrowserSession] = {}
         self._evicted: set[str] = set()
+        self.render = RenderSlots()
 
     # -- crossing into the browser's thread --------------------------------------------------
 
@@ -335,7 +387,7 @@ class BrowserHost:
                         f"Chromium at {options['executable_path']} failed to start ({first_line(exc)}); "
                         "check that it runs (chromium --headless --version) or set GAIA_CHROMIUM_PATH."
                     ) from None
-        if self._reaper is None:
+        if self._reaper is None and not get_settings().gateway_sessions:
             self._reaper = asyncio.ensure_future(self._reap_idle())
 
     @property

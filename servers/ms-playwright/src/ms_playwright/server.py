@@ -11,8 +11,8 @@ import asyncio
 import base64
 import datetime
 import json
-from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, Literal
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Annotated, Any, Literal, TypeVar
 
 from gaia_kit import KitServer, ToolFailure, atomic_write, get_settings, page, run, session_of, truncate
 from gaia_kit.args import StartIndex
@@ -47,6 +47,7 @@ Element = Annotated[
 ]
 Ref = Annotated[str, Field(description="Exact target element reference from the page snapshot")]
 Modifier = Literal["Alt", "Control", "ControlOrMeta", "Meta", "Shift"]
+T = TypeVar("T")
 
 
 @server.on_session_end
@@ -106,11 +107,11 @@ async def browser_navigate(
 async def _goto(session: BrowserSession, tab: Tab, url: str) -> str:
     timeout_s = get_playwright_settings().navigation_timeout_s
     try:
-        response = await tab.page.goto(url, wait_until="domcontentloaded", timeout=timeout_s * 1000)
+        response = await _load(tab.page.goto(url, wait_until="domcontentloaded", timeout=timeout_s * 1000))
     except PlaywrightTimeout:
         return (
-            f"The page at {url} did not finish loading within {timeout_s:g} s; "
-            "below is what it shows so far (browser_wait_for can wait longer)."
+            f"Navigation to {url} did not finish loading within {timeout_s:g} s; "
+            "the page so far is below (browser_wait_for can wait longer)."
         )
     except PlaywrightError as exc:
         if "Download is starting" in str(exc):
@@ -128,6 +129,22 @@ async def _goto(session: BrowserSession, tab: Tab, url: str) -> str:
     return f"Navigated to {tab.page.url}{status}"
 
 
+async def _load(navigation: Coroutine[Any, Any, T]) -> T:
+    """A navigation, started once it has one of the replica's rendering slots (host.render)."""
+    task: asyncio.Future[T] | None = None
+    try:
+        async with host.render.slot():
+            task = asyncio.ensure_future(navigation)
+            await asyncio.wait({task}, timeout=host.render.HOLD_S)
+        return await task
+    except BaseException:
+        if task is None:
+            navigation.close()  # refused busy before it started
+        else:
+            task.cancel()
+        raise
+
+
 @server.tool(
     annotations=hints("Go back", read_only=False, destructive=False, idempotent=False, open_world=True)
 )
@@ -138,7 +155,7 @@ async def browser_navigate_back(ctx: Context) -> str:
         before = tab.page.url
         timeout_s = get_playwright_settings().navigation_timeout_s
         try:
-            await tab.page.go_back(wait_until="domcontentloaded", timeout=timeout_s * 1000)
+            await _load(tab.page.go_back(wait_until="domcontentloaded", timeout=timeout_s * 1000))
         except PlaywrightTimeout:
             return f"Went back; the page did not finish loading within {timeout_s:g} s."
         if tab.page.url == before:

@@ -17,9 +17,14 @@ class PlaywrightSettings(BaseSettings):
     max_contexts: int = 64
     """Open browser contexts (sessions) per replica; a new session past it closes the least recently used one."""
     idle_s: float = 1800
-    """A session's browser context closes after this many seconds without a call."""
+    """A session's browser context closes after this many seconds without a call (run standalone:
+    behind the gateway, the gateway's session TTL decides and it says when a session ends)."""
     navigation_timeout_s: float = 30
     """How long browser_navigate and browser_navigate_back wait for the page's document."""
+    max_navigations: int = 0
+    """Documents loading at once in one replica's Chromium; 0 means one per core. More only slow every page."""
+    navigation_queue_s: float = 10
+    """How long a navigation may expect to wait for one of those before it is answered busy (retry after N s)."""
     action_timeout_s: float = 10
     """How long an action waits for its element to be visible, enabled and stable."""
     settle_s: float = 3

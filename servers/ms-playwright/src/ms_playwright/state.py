@@ -14,7 +14,8 @@ from playwright.async_api import TimeoutError as PlaywrightTimeout
 from .browser import REF, BrowserSession, Tab, first_line
 from .settings import get_playwright_settings
 
-SNAPSHOT_TIMEOUT_MS = 10_000
+SNAPSHOT_TIMEOUT_S = 30.0
+"""A snapshot is computed by the page's renderer: on a saturated machine that can take many seconds."""
 SETTLE_GRACE_S = 0.1
 
 
@@ -89,7 +90,12 @@ async def snapshot(tab: Tab) -> str:
     if tab.crashed:
         raise ToolFailure("This tab crashed; open the page again with browser_navigate, or close the tab.")
     try:
-        text = await tab.page.aria_snapshot(mode="ai", timeout=SNAPSHOT_TIMEOUT_MS)
+        text = await tab.page.aria_snapshot(mode="ai", timeout=SNAPSHOT_TIMEOUT_S * 1000)
+    except PlaywrightTimeout:
+        raise ToolFailure(
+            f"The page did not produce its accessibility snapshot within {SNAPSHOT_TIMEOUT_S:g} s (the browser "
+            "is overloaded, or the page is very large); call browser_snapshot again in a few seconds."
+        ) from None
     except PlaywrightError as exc:
         raise failure(exc, "Capturing the snapshot") from None
     tab.refs = set(REF.findall(text))
@@ -122,7 +128,12 @@ async def report(session: BrowserSession, done: str, *, with_snapshot: bool = Tr
     if modal:
         parts.append("### Modal state\n" + modal)
     if with_snapshot and tab.dialog is None:
-        text = await snapshot(tab)
+        try:
+            text = await snapshot(tab)
+        except ToolFailure as exc:
+            # The action itself happened: say so, and why the snapshot is missing, instead of failing it.
+            parts.append(f"### Page snapshot\n(not captured: {exc})")
+            return "\n\n".join(parts)
         limit = get_playwright_settings().snapshot_chars
         if len(text) > limit:
             text = (
@@ -136,8 +147,12 @@ async def report(session: BrowserSession, done: str, *, with_snapshot: bool = Tr
 async def _page_lines(tab: Tab) -> str:
     lines = [f"- Page URL: {tab.page.url}"]
     if tab.dialog is None and not tab.crashed:
-        with contextlib.suppress(PlaywrightError):
+        try:
             lines.append(f"- Page Title: {await asyncio.wait_for(tab.page.title(), timeout=5)}")
+        except TimeoutError:
+            lines.append("- Page Title: (the page did not say within 5 s; it may still be busy)")
+        except PlaywrightError:
+            pass
     return "### Page state\n" + "\n".join(lines)
 
 

@@ -1,0 +1,174 @@
+"""What the gateway benchmarks share: a bare-socket HTTP/1.1 client, starting `gaia-env serve`, and
+reading a process tree's CPU, memory and processes.
+
+The client is raw asyncio streams on purpose: an httpx client spends about 2 ms of CPU per request,
+which on a 2-core machine would make the load generator, not the gateway, the thing measured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import psutil
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+    head = await reader.readuntil(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    headers = {
+        k.strip().lower(): v.strip() for k, _, v in (line.partition(b":") for line in head.split(b"\r\n")[1:])
+    }
+    if b"content-length" in headers:
+        return status, await reader.readexactly(int(headers[b"content-length"]))
+    chunks = []
+    while (size := int((await reader.readuntil(b"\r\n")).strip(), 16)) > 0:
+        chunks.append(await reader.readexactly(size))
+        await reader.readexactly(2)
+    await reader.readexactly(2)
+    return status, b"".join(chunks)
+
+
+class RawClient:
+    """One keep-alive connection to the gateway; reconnects once if the server closed it."""
+
+    def __init__(self, url: str, headers: dict[str, str]):
+        parts = urlsplit(url)
+        self.host, self.port, self.path, self.netloc = parts.hostname, parts.port, parts.path, parts.netloc
+        self.headers = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    async def request(self, method: str, body: bytes = b"") -> tuple[int, bytes]:
+        head = (
+            f"{method} {self.path} HTTP/1.1\r\nHost: {self.netloc}\r\nContent-Type: application/json\r\n"
+            f"Accept: application/json, text/event-stream\r\n{self.headers}Content-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        for attempt in (1, 2):
+            if self._streams is None:
+                self._streams = await asyncio.open_connection(self.host, self.port)
+            reader, writer = self._streams
+            try:
+                writer.write(head + body)
+                return await read_response(reader)
+            except (ConnectionError, asyncio.IncompleteReadError):
+                await self.close()
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def call(self, request_id: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        body = {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments},
+        }
+        status, payload = await self.request("POST", json.dumps(body).encode())
+        if status != 200:
+            raise ConnectionError(f"HTTP {status}: {payload[:200]!r}")
+        return json.loads(payload)
+
+    async def close(self) -> None:
+        if self._streams is not None:
+            self._streams[1].close()
+            self._streams = None
+
+
+@dataclass
+class Gateway:
+    proc: subprocess.Popen[bytes]
+    base: str
+    workspace_root: Path
+    log_path: Path
+
+    @property
+    def url(self) -> str:
+        return self.base + "/mcp"
+
+    def status(self) -> dict[str, Any]:
+        return httpx.get(self.base + "/ready", timeout=30).json()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def start_gateway(
+    tmp: Path,
+    dataset: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    log_level: str = "warning",
+    ready_timeout: float = 300,
+) -> Gateway:
+    port = free_port()
+    workspace_root = tmp / f"workspaces-{port}"
+    log_path = tmp / f"gateway-{port}.log"
+    argv = [sys.executable, "-m", "gaia_env", "serve", "--port", str(port), "--log-level", log_level]
+    argv += ["--workspace-root", str(workspace_root), "--dataset-dir", str(dataset), *args]
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+    gateway = Gateway(proc, f"http://127.0.0.1:{port}", workspace_root, log_path)
+    deadline = time.monotonic() + ready_timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"gaia-env serve exited: {log_path.read_text()[-3000:]}")
+        try:
+            if httpx.get(gateway.base + "/ready", timeout=5).status_code == 200:
+                return gateway
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    gateway.stop()
+    raise RuntimeError(f"the gateway was not ready after {ready_timeout} s: {log_path.read_text()[-3000:]}")
+
+
+def tree(pid: int) -> list[psutil.Process]:
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+def tree_rss_mib(pid: int) -> float:
+    total = 0
+    for proc in tree(pid):
+        try:
+            total += proc.memory_info().rss
+        except psutil.Error:
+            pass
+    return total / 2**20
+
+
+def cpu_seconds(processes: list[psutil.Process]) -> float:
+    """CPU time of these processes and of the children they have reaped (subprocesses that ended)."""
+    total = 0.0
+    for proc in processes:
+        try:
+            times = proc.cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system + times.children_user + times.children_system
+    return total
