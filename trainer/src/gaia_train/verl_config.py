@@ -127,6 +127,13 @@ def _check_agent_loops(config: Any) -> None:
                 raise ConfigError(f"{path}: cannot import {target}: {exc}") from exc
             if not hasattr(module, class_name):
                 raise ConfigError(f"{path}: {module_name} has no {class_name}")
+            if entry.get("team"):
+                from .team import TeamConfigError, load_team
+
+                try:
+                    load_team(str(entry.team))
+                except TeamConfigError as exc:
+                    raise ConfigError(f"{path}: agent loop {entry.name}: {exc}") from None
             names.add(str(entry.name))
     if agent.default_agent_loop not in names:
         raise ConfigError(
