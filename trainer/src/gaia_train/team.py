@@ -66,6 +66,11 @@ class Team:
     def lead(self) -> Role:
         return self.roles[self.coordinator]
 
+    def max_turns(self, default: int) -> int:
+        """The most assistant turns of one episode, every role's together (roles without max_turns: `default`)."""
+        delegated = [self.roles[n].max_turns or default for r in self.roles.values() for n in r.delegates_to]
+        return (self.lead.max_turns or default) + self.max_delegations * max(delegated, default=0)
+
     def delegate_tool(self, role: Role) -> dict[str, Any]:
         """The `delegate` function schema `role` sees, naming the roles it may hand work to."""
         who = "; ".join(
