@@ -27,8 +27,8 @@ from verl_harness import runs
 
 STEPS = 2
 GENERATIONS = 6
-"""With the warm-started model about half the episodes answer right: six make a group with one reward
-for all (and so no gradient) unlikely, in both steps all the more."""
+"""The warm-started model answers right about half the time: a group of six with one reward for all
+(and so no gradient) has odds of about 1 in 30, in both steps about 1 in 1,000."""
 
 pytest.importorskip("torch", reason="the tiny model needs torch: run scripts/trainer-extra.sh")
 from gaia_train.tiny_model import build_model, build_tokenizer  # noqa: E402
@@ -64,7 +64,11 @@ def setup(demo: Path, gateway: RunningGateway):
 def tool_calls(gateway: RunningGateway, session: str) -> list[tuple[str, str]]:
     """(server, tool) of every call the gateway logged for `session`, in order."""
     records = [json.loads(line) for line in gateway.log().splitlines() if line.startswith("{")]
-    return [(r["server"], r["tool"]) for r in records if r.get("msg") == "tool call" and r.get("session") == session]
+    return [
+        (r["server"], r["tool"])
+        for r in records
+        if r.get("msg") == "tool call" and r.get("session") == session
+    ]
 
 
 def test_the_demo_team_works_through_the_real_gateway(setup, gateway: RunningGateway) -> None:
@@ -110,13 +114,18 @@ def test_the_demo_team_trains_with_trl_grpo(setup, gateway: RunningGateway, tmp_
     torch.manual_seed(0)
     torch.set_num_threads(1)
     model = build_model(tokenizer)
-    scripted = anyio.run(cpu_demo.scripted_team_episodes, task, tokenizer, team, mcp)
+    scripted = anyio.run(cpu_demo.scripted_team_episodes, task, tokenizer, team, mcp, 4096, 3)
     losses = cpu_demo.warm_start(model, scripted, steps=150)
     assert losses[-1] < losses[0] / 4, losses
 
     rollout = GaiaRollout(tokenizer, mcp, cpu_demo.TEAM_LIMITS, response_length=2048, team=team)
     config = grpo_config(
-        str(tmp_path / "out"), steps=STEPS, prompts_per_step=1, num_generations=GENERATIONS, learning_rate=2e-3, temperature=1.0
+        str(tmp_path / "out"),
+        steps=STEPS,
+        prompts_per_step=1,
+        num_generations=GENERATIONS,
+        learning_rate=2e-3,
+        temperature=1.0,
     )
     trainer = grpo_trainer(model, tokenizer, grpo_dataset([task.row]), rollout, config)
     masks_seen: list[tuple[list[int], list[int]]] = []
@@ -145,7 +154,9 @@ def test_the_demo_team_trains_with_trl_grpo(setup, gateway: RunningGateway, tmp_
     assert delegated, "the warm-started model should mostly delegate"
     for episode in delegated:
         mask_runs = runs(episode.tape.response_mask)
-        assert sum(1 for v, _, _ in mask_runs if v == 1) >= 3  # the researcher's, the coder's, the researcher's
+        assert (
+            sum(1 for v, _, _ in mask_runs if v == 1) >= 3
+        )  # the researcher's, the coder's, the researcher's
     assert len({e.result.session_id for e in episodes}) == len(episodes)
     assert gateway.status()["sessions"] == 0
     assert gateway.session_workspaces() == []

@@ -11,8 +11,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import gaia_train
-
 
 def call(name: str, **arguments: Any) -> str:
     return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"

@@ -110,7 +110,9 @@ def _recording(app, state: FakeMcp):
             headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
             with state.lock:
                 state.requests.append((scope["method"], headers.get("x-session-id")))
-                state.selections.append((scope["method"], headers.get("x-session-id"), headers.get("mcp-servers")))
+                state.selections.append(
+                    (scope["method"], headers.get("x-session-id"), headers.get("mcp-servers"))
+                )
         await app(scope, receive, send)
 
     return asgi

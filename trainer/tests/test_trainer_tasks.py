@@ -68,7 +68,9 @@ def test_rows_pick_their_agent_loop(tmp_path: Path) -> None:
     assert (first["agent_name"], second["agent_name"]) == ("demo_team", "gaia_agent")
     demo = tmp_path / "demo"
     write_demo_snapshot(demo, skip_audio=True)
-    written = ds.build(demo, tmp_path / "out", test_size=1, agent_name="demo_team", task_sources=[TaskSource(path)])
+    written = ds.build(
+        demo, tmp_path / "out", test_size=1, agent_name="demo_team", task_sources=[TaskSource(path)]
+    )
     names = pd.read_parquet(written["train"], columns=["agent_name"])["agent_name"].tolist()
     assert set(names) == {"demo_team"} and len(names) == 5 + 1  # one of each source held out
 

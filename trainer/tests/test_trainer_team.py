@@ -83,9 +83,15 @@ def test_a_team_file_reads_into_roles(team_file: Path) -> None:
         ({"colour": "red"}, "unknown keys colour"),
         ({"roles": {}}, "at least one"),
         ({"roles": {"lead": {"prompt": "x", "servers": []}}}, "at least one server"),
-        ({"roles": {"lead": {"prompt": "x", "servers": ["a"], "delegates_to": ["ghost"]}}}, "which is no role"),
+        (
+            {"roles": {"lead": {"prompt": "x", "servers": ["a"], "delegates_to": ["ghost"]}}},
+            "which is no role",
+        ),
         ({"roles": {"lead": {"prompt": "x", "servers": ["a"], "delegates_to": ["lead"]}}}, "itself"),
-        ({"roles": {"lead": {"servers": ["a"], "delegates_to": ["b"]}, "b": {"servers": ["c"]}}}, "needs a prompt"),
+        (
+            {"roles": {"lead": {"servers": ["a"], "delegates_to": ["b"]}, "b": {"servers": ["c"]}}},
+            "needs a prompt",
+        ),
         ({"roles": {"lead": {"servers": ["a"], "max_turns": 0}}}, "max_turns"),
         ({"max_delegations": -1}, "max_delegations"),
         ({"name": "has space"}, "letters, digits"),
@@ -135,12 +141,18 @@ async def play(team_file: Path, fake_mcp, turns: list[str]):
     starts: list[tuple[list[dict[str, Any]], list[str]]] = []
     team = load_team(team_file)
     result = await run_team_episode(
-        PROMPT, team, lambda: Scripted(turns, starts), McpSettings(url=fake_mcp.url), EpisodeLimits(max_turns=8)
+        PROMPT,
+        team,
+        lambda: Scripted(turns, starts),
+        McpSettings(url=fake_mcp.url),
+        EpisodeLimits(max_turns=8),
     )
     return result, starts
 
 
-async def test_each_role_sees_its_own_tools_and_calls_through_its_own_selection(team_file: Path, fake_mcp) -> None:
+async def test_each_role_sees_its_own_tools_and_calls_through_its_own_selection(
+    team_file: Path, fake_mcp
+) -> None:
     turns = [
         call("selection"),
         call("delegate", role="helper", task="Add 2 and 3."),
@@ -168,12 +180,22 @@ async def test_each_role_sees_its_own_tools_and_calls_through_its_own_selection(
     assert tool_texts[2][0] == "helper" and "Unknown tool 'read_file'" in tool_texts[2][1]
     assert tool_texts[3] == ("helper", "5")
     assert tool_texts[4] == ("lead", "The helper answered: 5")
-    assert [m["gaia_role"] for m in transcript if m["role"] == "assistant"] == ["lead", "lead", "helper", "helper", "helper", "lead"]
+    assert [m["gaia_role"] for m in transcript if m["role"] == "assistant"] == [
+        "lead",
+        "lead",
+        "helper",
+        "helper",
+        "helper",
+        "lead",
+    ]
 
     # one X-Session-Id for every request of both roles, each role with its own MCP-Servers
     sessions = {sid for _, sid, _ in fake_mcp.selections}
     assert sessions == {result.session_id}
-    assert {servers for method, _, servers in fake_mcp.selections if method == "POST"} == {"fake-lead", "fake-helper"}
+    assert {servers for method, _, servers in fake_mcp.selections if method == "POST"} == {
+        "fake-lead",
+        "fake-helper",
+    }
     # ended once, by the coordinator, after every call of both roles
     methods = [method for method, _, _ in fake_mcp.selections]
     assert methods.count("DELETE") == 1 and methods[-1] == "DELETE"
@@ -197,7 +219,9 @@ async def test_delegation_refusals_are_answers(team_file: Path, fake_mcp) -> Non
         "<answer>?</answer>",
     ]
     result, _ = await play(team_file, fake_mcp, turns)
-    tool_texts = [m["content"] for m in result.transcript() if m["role"] == "tool" and m["gaia_role"] == "lead"]
+    tool_texts = [
+        m["content"] for m in result.transcript() if m["role"] == "tool" and m["gaia_role"] == "lead"
+    ]
     assert "can delegate to helper, not 'lead'" in tool_texts[0]
     assert "task must say" in tool_texts[1]
     assert tool_texts[2] == "The helper answered: I give up."
@@ -249,16 +273,30 @@ async def test_a_team_is_one_token_faithful_trajectory_for_verl(tokenizer, fake_
 
     context = [tokenizer.decode(output.response_ids[s:e]) for v, s, e in mask_runs if v == 0]
     # 1. the hand-off: the lead's turn ends, the helper's own prompt with its own tools opens
-    assert context[0].startswith("\n<|im_start|>system\nYou add. Answer in <answer></answer>.\n\n# Tools\n<tools>\n")
-    assert '"name": "add"' in context[0] and '"name": "read_file"' not in context[0] and '"delegate"' not in context[0]
-    assert context[0].endswith("<|im_start|>user\nTask from the lead:\nAdd 2 and 3.<|im_end|>\n<|im_start|>assistant\n")
+    assert context[0].startswith(
+        "\n<|im_start|>system\nYou add. Answer in <answer></answer>.\n\n# Tools\n<tools>\n"
+    )
+    assert (
+        '"name": "add"' in context[0]
+        and '"name": "read_file"' not in context[0]
+        and '"delegate"' not in context[0]
+    )
+    assert context[0].endswith(
+        "<|im_start|>user\nTask from the lead:\nAdd 2 and 3.<|im_end|>\n<|im_start|>assistant\n"
+    )
     # 2. the helper's tool response; 3. the helper's answer handed back as the delegate call's result
-    assert context[1] == "\n<|im_start|>user\n<tool_response>\n5\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+    assert (
+        context[1]
+        == "\n<|im_start|>user\n<tool_response>\n5\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+    )
     assert context[2] == (
         "\n<|im_start|>user\n<tool_response>\nThe helper answered: 5\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
     )
     prompt = tokenizer.decode(output.prompt_ids)
-    assert prompt.startswith("<|im_start|>system\nYou lead.\n\nAnswer in <answer></answer>.") and '"delegate"' in prompt
+    assert (
+        prompt.startswith("<|im_start|>system\nYou lead.\n\nAnswer in <answer></answer>.")
+        and '"delegate"' in prompt
+    )
 
     assert output.extra_fields["gaia_answer"] == "5" and output.extra_fields["gaia_stop"] == "answer"
     assert output.extra_fields["gaia_team"] == "pair" and output.extra_fields["gaia_delegations"] == 1
@@ -273,7 +311,9 @@ async def test_a_team_is_one_token_faithful_trajectory_for_verl(tokenizer, fake_
 async def test_the_response_budget_holds_every_role(tokenizer, fake_mcp, team_file: Path) -> None:
 
     # Room for the lead's turn, not for the helper's prompt: the delegate call is refused, saying why.
-    server = ScriptedServer(tokenizer, [call("delegate", role="helper", task="Add 2 and 3."), "<answer>?</answer>"])
+    server = ScriptedServer(
+        tokenizer, [call("delegate", role="helper", task="Add 2 and 3."), "<answer>?</answer>"]
+    )
     loop = make_team_loop(tokenizer, server, fake_mcp.url, str(team_file), response_length=400)
     output = await loop.run({}, raw_prompt=PROMPT)
     assert len(output.response_ids) <= 400
@@ -289,9 +329,8 @@ async def test_a_team_row_that_selects_servers_is_refused(tokenizer, fake_mcp, t
 
 
 def test_agent_yaml_registers_the_shipped_teams() -> None:
-    from omegaconf import OmegaConf
-
     import gaia_train
+    from omegaconf import OmegaConf
 
     entries = OmegaConf.load(Path(gaia_train.__file__).parent / "config" / "agent.yaml")
     teams = {e.name: e.team for e in entries if e.get("team")}

@@ -8,7 +8,6 @@ mask 0, the rollout server always sees the tape so far, and limits end the episo
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,6 @@ pytest.importorskip(
 
 import gaia_train  # noqa: E402
 import gaia_train.verl_agent  # noqa: E402,F401  (registers gaia_agent)
-import hydra  # noqa: E402
 from gaia_train.reward import gaia_reward_func  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 from verl.experimental.agent_loop.agent_loop import _agent_loop_registry  # noqa: E402

@@ -111,8 +111,10 @@ class Budget:
             ("tool tokens per turn (GAIA_TOOL_TOKENS_PER_TURN)", self.tool_tokens),
             ("one tool output at the character cap, estimated", self.tool_output_tokens),
             *(
-                [("delegations (a team's max_delegations)", self.delegations),
-                 ("longest hand-off to a role, schemas included", self.handoff_tokens)]
+                [
+                    ("delegations (a team's max_delegations)", self.delegations),
+                    ("longest hand-off to a role, schemas included", self.handoff_tokens),
+                ]
                 if self.delegations
                 else []
             ),

@@ -175,8 +175,9 @@ TEAM = "demo_team"
 TEAM_SERVERS = "filesystem-server,documents-csv-server,terminal-server"
 """Every server the demo team's roles use: the researcher's two, the coder's terminal."""
 TEAM_TASK = "csv-revenue"
-TEAM_ANSWERS = ("3070", "2595", "5235")
-"""The North region's revenue (the right answer), then the South's and the East's."""
+TEAM_ANSWERS = ("3070", "2595")
+"""The North region's revenue (the right answer), and the South's: a warm-started model picks either,
+so a GRPO group of a few episodes almost always has rewards to compare."""
 TEAM_LIMITS = EpisodeLimits(max_turns=3, episode_timeout_s=300)
 NOTE = "notes.txt"
 
@@ -193,9 +194,14 @@ def team_turns(task: DemoTaskRow, answer: str) -> list[str]:
         f"for r in csv.DictReader(open('{task.attachment}')) if r['region'] == 'North'))"
     )
     return [
-        _turn("write_file", {"path": NOTE, "content": f"Revenue = units * unit_price, North rows of {task.attachment}"}),
+        _turn(
+            "write_file",
+            {"path": NOTE, "content": f"Revenue = units * unit_price, North rows of {task.attachment}"},
+        ),
         _turn("delegate", {"role": "coder", "task": f"Compute what {NOTE} says; answer with the number."}),
-        _turn("execute_command", {"command": f"cat {NOTE}; echo; python3 -c \"{code}\"", "output_format": "text"}),
+        _turn(
+            "execute_command", {"command": f'cat {NOTE}; echo; python3 -c "{code}"', "output_format": "text"}
+        ),
         answer_turn(answer),
         answer_turn(answer),
     ]
@@ -221,25 +227,35 @@ async def team_corpus(task: DemoTaskRow, team: Team, mcp: McpSettings) -> list[s
 
 
 async def scripted_team_episodes(
-    task: DemoTaskRow, tokenizer: Any, team: Team, mcp: McpSettings, response_length: int = 4096
+    task: DemoTaskRow,
+    tokenizer: Any,
+    team: Team,
+    mcp: McpSettings,
+    response_length: int = 4096,
+    repeats: int = 1,
 ) -> list[Episode]:
-    """One scripted demo-team episode through the gateway for each of `TEAM_ANSWERS`."""
-    episodes = []
-    for answer in TEAM_ANSWERS:
-        episode = await run_tape_episode(
-            task.row["prompt"],
-            tokenizer,
-            scripted(team_turns(task, answer), tokenizer),
-            mcp,
-            TEAM_LIMITS,
-            response_length,
-            team,
+    """Scripted demo-team episodes through the gateway: `repeats` for each of `TEAM_ANSWERS`, in that order.
+
+    The terminal's output differs from run to run (its timing): with several episodes per answer the
+    warm-start cannot tie an answer to one output, and the model keeps choosing among them."""
+    plans = [answer for answer in TEAM_ANSWERS for _ in range(repeats)]
+    episodes: list[Episode | None] = [None] * len(plans)
+
+    async def one(index: int) -> None:
+        turns = team_turns(task, plans[index])
+        episodes[index] = await run_tape_episode(
+            task.row["prompt"], tokenizer, scripted(turns, tokenizer), mcp, TEAM_LIMITS, response_length, team
         )
+
+    async with anyio.create_task_group() as group:
+        for index in range(len(plans)):
+            group.start_soon(one, index)
+    done = [e for e in episodes if e is not None]
+    for episode in done:
         if episode.result.stop is not Stop.ANSWER or episode.result.metrics.tool_errors:
             raise RuntimeError(
                 f"the scripted team episode ended with {episode.result.stop} and "
                 f"{episode.result.metrics.tool_errors} tool errors; is the gateway serving {TEAM_SERVERS} "
                 "with the demo data as its dataset dir?"
             )
-        episodes.append(episode)
-    return episodes
+    return done

@@ -202,13 +202,19 @@ class _TeamRun:
                 self.limits_of(role),
             )
         except NoRoom as exc:
-            return ToolOutcome(f"Error: cannot hand the task to the {role.name}: {exc}.", True, time.perf_counter() - started)
+            return ToolOutcome(
+                f"Error: cannot hand the task to the {role.name}: {exc}.", True, time.perf_counter() - started
+            )
         finally:
             self.active.pop()
-        self.delegations.append(RoleEpisode(role.name, call.id, by.number, number, role.servers_header, result))
+        self.delegations.append(
+            RoleEpisode(role.name, call.id, by.number, number, role.servers_header, result)
+        )
         text, is_error = answer_of(role.name, result)
         return ToolOutcome(
-            cap_text(neutralize_tags(text), self.mcp.max_output_chars), is_error, time.perf_counter() - started
+            cap_text(neutralize_tags(text), self.mcp.max_output_chars),
+            is_error,
+            time.perf_counter() - started,
         )
 
 
@@ -251,7 +257,9 @@ class RoleTools:
             return await self.session.call(call)
         if self._delegating:
             # One transcript: the roles take turns, so a turn's second delegate call must wait its turn.
-            return ToolOutcome("Error: one delegate call at a time; call it again after this one returns.", True, 0.0)
+            return ToolOutcome(
+                "Error: one delegate call at a time; call it again after this one returns.", True, 0.0
+            )
         self._delegating = True
         try:
             return await self.run.delegate(self, call)

@@ -96,7 +96,9 @@ def _attachment(task: dict[str, Any], file: Path, dataset_root: Path, mount: str
 def _agent_name(task: dict[str, Any], default: str, where: str) -> str:
     name = task.get("agent_name", default)
     if not isinstance(name, str) or not name.strip():
-        raise TaskFileError(f"{where}: 'agent_name' must name an agent loop of agent.yaml, such as gaia_agent")
+        raise TaskFileError(
+            f"{where}: 'agent_name' must name an agent loop of agent.yaml, such as gaia_agent"
+        )
     return name.strip()
 
 
@@ -141,7 +143,9 @@ def _row(
     }
 
 
-def load_task_file(path: Path, dataset_root: Path, mount: str, agent_name: str = "gaia_agent") -> list[dict[str, Any]]:
+def load_task_file(
+    path: Path, dataset_root: Path, mount: str, agent_name: str = "gaia_agent"
+) -> list[dict[str, Any]]:
     """The rows of one task file, in file order; every problem names its line."""
     path = Path(path)
     if not path.is_file():

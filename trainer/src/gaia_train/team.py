@@ -89,7 +89,11 @@ class Team:
                 "parameters": {
                     "type": "object",
                     "properties": {
-                        "role": {"type": "string", "enum": list(role.delegates_to), "description": "who does it"},
+                        "role": {
+                            "type": "string",
+                            "enum": list(role.delegates_to),
+                            "description": "who does it",
+                        },
                         "task": {"type": "string", "description": "what to do, and what to answer with"},
                     },
                     "required": ["role", "task"],
@@ -122,11 +126,15 @@ def parse_team(data: dict[str, Any], where: str = "team") -> Team:
     roles = {key: _role(key, value, f"{where}: roles.{key}") for key, value in roles_data.items()}
     coordinator = data.get("coordinator")
     if coordinator not in roles:
-        raise TeamConfigError(f"{where}: coordinator must name one of the roles ({', '.join(roles)}), got {coordinator!r}")
+        raise TeamConfigError(
+            f"{where}: coordinator must name one of the roles ({', '.join(roles)}), got {coordinator!r}"
+        )
     for role in roles.values():
         for other in role.delegates_to:
             if other not in roles:
-                raise TeamConfigError(f"{where}: roles.{role.name}.delegates_to names {other!r}, which is no role")
+                raise TeamConfigError(
+                    f"{where}: roles.{role.name}.delegates_to names {other!r}, which is no role"
+                )
             if other == role.name:
                 raise TeamConfigError(f"{where}: roles.{role.name} cannot delegate to itself")
             if not roles[other].prompt:
@@ -147,7 +155,9 @@ def _role(key: str, data: Any, where: str) -> Role:
         raise TeamConfigError(f"{where}: servers must list at least one server id")
     tools = _names(data.get("tools"), f"{where}.tools") if "tools" in data else None
     max_turns = data.get("max_turns")
-    if max_turns is not None and (not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1):
+    if max_turns is not None and (
+        not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1
+    ):
         raise TeamConfigError(f"{where}: max_turns must be a whole number, at least 1")
     for text_key in ("prompt", "description"):
         if not isinstance(data.get(text_key, ""), str):
@@ -166,7 +176,9 @@ def _role(key: str, data: Any, where: str) -> Role:
 def _known(data: dict[str, Any], allowed: set[str], where: str) -> None:
     unknown = sorted(set(data) - allowed)
     if unknown:
-        raise TeamConfigError(f"{where}: unknown keys {', '.join(unknown)} (allowed: {', '.join(sorted(allowed))})")
+        raise TeamConfigError(
+            f"{where}: unknown keys {', '.join(unknown)} (allowed: {', '.join(sorted(allowed))})"
+        )
 
 
 def _name(value: Any, where: str) -> str:

@@ -104,7 +104,9 @@ class TokenTape:
         """
         return self._after_turn(last_sampled, tool_messages, generation_prompt=True)
 
-    def hand_off(self, last_sampled: list[int], messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[int]:
+    def hand_off(
+        self, last_sampled: list[int], messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> list[int]:
         """The ids that end the last sampled turn and open another role's own prompt on this tape.
 
         The role's prompt (`messages`: its system prompt and task, with its `tools`) is rendered as
@@ -229,7 +231,9 @@ class TokenPolicy:
             return ids
         lengths = [len(str(m.get("content") or "")) for m in tool_messages]
         empty = [{**m, "content": ""} for m in tool_messages]
-        overhead = len(self.tape.scaffold(self.tape.last_sampled, empty)) + 40 * len(tool_messages)  # the notes
+        overhead = len(self.tape.scaffold(self.tape.last_sampled, empty)) + 40 * len(
+            tool_messages
+        )  # the notes
         if overhead >= limit:
             return None
         chars_per_token = sum(lengths) / max(1, len(ids) - overhead)

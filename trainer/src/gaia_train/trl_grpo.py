@@ -74,7 +74,9 @@ async def run_tape_episode(
     """One episode through the gateway (of `team`, when given), its tokens kept on a fresh tape."""
     tape = TokenTape(tokenizer, response_length)
     if team is None:
-        result = await run_episode(messages, TokenPolicy(tape, generate_ids), lambda: McpToolSession(mcp), limits)
+        result = await run_episode(
+            messages, TokenPolicy(tape, generate_ids), lambda: McpToolSession(mcp), limits
+        )
         return Episode(tape, result)
     played = await run_team_episode(messages, team, lambda: TokenPolicy(tape, generate_ids), mcp, limits)
     return Episode(tape, played.episode_result(), played)
