@@ -308,7 +308,9 @@ def print_report(number: int, report: dict[str, Any]) -> None:
 def left_behind(gateway: Gateway, baseline: dict[str, Any]) -> dict[str, Any]:
     """What outlived the sessions: workspaces, and Chromium renderers or sandboxes beyond the idle count."""
     now = snapshot(gateway)
-    workspaces = [p.name for p in gateway.workspace_root.iterdir()] if gateway.workspace_root.exists() else []
+    root = gateway.workspace_root
+    # Dot entries are the gateway's own bookkeeping (.gaia-quota), not a session's workspace.
+    workspaces = [p.name for p in root.iterdir() if not p.name.startswith(".")] if root.exists() else []
     return {
         "workspaces": len(workspaces),
         "chromium_renderers": now.get("chromium_renderers", 0),

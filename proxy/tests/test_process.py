@@ -97,6 +97,20 @@ async def test_stop_ends_the_whole_process_tree(probe: ServerProcess) -> None:
     assert not alive
 
 
+async def test_a_server_and_what_it_starts_run_below_the_gateways_priority(probe_env: dict[str, str]) -> None:
+    process = ServerProcess("probe#0", [sys.executable, str(PROBE)], probe_env, nice=7)
+    await process.start(60)
+    try:
+        child = psutil.Process(
+            int((await process.request("tools/call", call("spawn_child"), 10))["content"][0]["text"])
+        )
+        expected = min(19, psutil.Process().nice() + 7)
+        assert psutil.Process(process.pid).nice() == expected
+        assert child.nice() == expected
+    finally:
+        await process.stop(grace=1)
+
+
 async def test_server_log_records_keep_level_server_session_and_tool(
     probe: ServerProcess, relayed: Caught, kit_env
 ) -> None:

@@ -46,10 +46,11 @@ class RemoteError(GatewayError):
 
 
 class ServerProcess:
-    def __init__(self, name: str, argv: list[str], env: Mapping[str, str]):
+    def __init__(self, name: str, argv: list[str], env: Mapping[str, str], nice: int = 0):
         self.name = name
         self.argv = argv
         self.env = dict(env)
+        self.nice = nice
         self.proc: asyncio.subprocess.Process | None = None
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=50)
         self.exited = asyncio.Event()
@@ -84,6 +85,7 @@ class ServerProcess:
             start_new_session=True,  # its own process group, so the whole tree can be killed
             limit=MAX_LINE_BYTES,
         )
+        self._lower_priority()
         self._tasks = [
             asyncio.create_task(self._read_replies(), name=f"{self.name}-stdout"),
             asyncio.create_task(self._read_stderr(), name=f"{self.name}-stderr"),
@@ -96,6 +98,16 @@ class ServerProcess:
         await self.request("initialize", init, timeout)
         self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return await self.list_tools(timeout)
+
+    def _lower_priority(self) -> None:
+        """Renice the server's process group: what it starts later (Chromium, sandboxes) inherits it."""
+        if self.nice <= 0 or self.proc is None:
+            return
+        try:
+            own = os.getpriority(os.PRIO_PROCESS, 0)
+            os.setpriority(os.PRIO_PGRP, self.proc.pid, min(19, own + self.nice))
+        except OSError as exc:  # the process already gone; its exit is reported on its own
+            logger.debug("%s: cannot renice (%s)", self.name, exc)
 
     async def list_tools(self, timeout: float) -> list[dict[str, Any]]:
         tools: list[dict[str, Any]] = []
