@@ -6,6 +6,7 @@ import asyncio
 import collections
 import logging
 import sys
+from pathlib import Path
 
 import psutil
 import pytest
@@ -107,6 +108,9 @@ async def test_a_server_and_what_it_starts_run_below_the_gateways_priority(probe
         expected = min(19, psutil.Process().nice() + 7)
         assert psutil.Process(process.pid).nice() == expected
         assert child.nice() == expected
+        autogroup = Path(f"/proc/{process.pid}/autogroup")
+        if autogroup.exists():  # the server leads its own session, so its own autogroup
+            assert autogroup.read_text().split()[-1] == str(expected)
     finally:
         await process.stop(grace=1)
 

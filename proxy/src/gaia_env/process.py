@@ -16,6 +16,7 @@ import os
 import signal
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -100,14 +101,19 @@ class ServerProcess:
         return await self.list_tools(timeout)
 
     def _lower_priority(self) -> None:
-        """Renice the server's process group: what it starts later (Chromium, sandboxes) inherits it."""
+        """Renice the server's process group (what it starts later, Chromium or a sandbox, inherits
+        it) and its scheduling autogroup: with autogroups (Linux's default on desktops and many
+        servers) each session shares the CPU as one, so the server's own session, which it leads,
+        would otherwise weigh as much as the gateway's whatever its processes' nice values."""
         if self.nice <= 0 or self.proc is None:
             return
+        nice = min(19, os.getpriority(os.PRIO_PROCESS, 0) + self.nice)
         try:
-            own = os.getpriority(os.PRIO_PROCESS, 0)
-            os.setpriority(os.PRIO_PGRP, self.proc.pid, min(19, own + self.nice))
+            os.setpriority(os.PRIO_PGRP, self.proc.pid, nice)
         except OSError as exc:  # the process already gone; its exit is reported on its own
             logger.debug("%s: cannot renice (%s)", self.name, exc)
+        with contextlib.suppress(OSError):  # no autogroups in this kernel, or not ours to change
+            Path(f"/proc/{self.proc.pid}/autogroup").write_text(str(nice))
 
     async def list_tools(self, timeout: float) -> list[dict[str, Any]]:
         tools: list[dict[str, Any]] = []

@@ -40,7 +40,7 @@ class ServerSpec:
     hung_after_s: float = 30.0
     """A replica that answers nothing, not even a ping, for this long is hung and is restarted."""
     startup_timeout: float = 60.0
-    nice: int = 5
+    nice: int = 10
     """CPU priority below the gateway's: on a saturated machine the front still answers busy at once
     and pings on time, so a slow server is not mistaken for a hung one."""
 
