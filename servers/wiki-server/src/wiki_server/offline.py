@@ -66,7 +66,7 @@ class ZimWiki:
 
     async def categories(self, title: str) -> tuple[str, list[str]]:
         article = await self._article(title, False)
-        return article.title, self.zim.categories(article)
+        return article.title, await run_blocking(self.zim.categories, article)
 
     async def links(self, title: str) -> tuple[str, list[str]]:
         article = await self._article(title, False)
