@@ -182,7 +182,7 @@ class _TeamRun:
             return "task must say, in words, what the role should do"
         if name in self.active:
             return f"the {name} is already working on this task (it delegated to you); answer it instead"
-        if len(self.delegations) >= self.team.max_delegations:
+        if self.episodes - 1 >= self.team.max_delegations:  # started ones: nested ones are still running
             return f"the team's {self.team.max_delegations} delegations are used up; finish the task yourself"
         return None
 
