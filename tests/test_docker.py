@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from gaia_kit_testing.loopback import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = "gaia-env/debian:bookworm-slim"
@@ -107,11 +108,6 @@ def image(compose) -> str:
     print(f"image build: {time.monotonic() - started:.0f} s")
     return IMAGE
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

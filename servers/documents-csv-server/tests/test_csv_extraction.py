@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 from documents_csv_server.server import server
-from gaia_kit.testing import failed, ok, run_measured
+from gaia_kit_testing import failed, ok, run_measured
 
 pytestmark = pytest.mark.anyio
 

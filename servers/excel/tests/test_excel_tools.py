@@ -5,7 +5,7 @@ import secrets
 
 import pytest
 from excel_server.server import server
-from gaia_kit.testing import failed, ok
+from gaia_kit_testing import failed, ok
 from openpyxl import Workbook, load_workbook
 from openpyxl.worksheet.datavalidation import DataValidation
 

@@ -8,7 +8,7 @@ import zlib
 
 import pytest
 from filesystem_server.server import server
-from gaia_kit.testing import failed, ok
+from gaia_kit_testing import failed, ok
 
 pytestmark = pytest.mark.anyio
 

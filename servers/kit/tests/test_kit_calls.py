@@ -14,7 +14,7 @@ from gaia_kit.hints import hints
 from gaia_kit.http import forget_shared_http, shared_http
 from gaia_kit.process import run_in_group
 from gaia_kit.results import with_data
-from gaia_kit.testing import failed, ok
+from gaia_kit_testing import failed, ok
 from mcp import Client
 from mcp_types import CallToolResult
 from pydantic import BaseModel

@@ -8,7 +8,7 @@ import pymupdf
 import pytest
 from gaia_kit import ToolFailure
 from gaia_kit.corpus import Corpus, build, configured_corpus, query_terms
-from gaia_kit.fake_search import write_zim
+from gaia_kit_testing.fake_search import write_zim
 
 ARTICLES = {
     "Python (programming language)": (

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 from gaia_kit import ToolFailure
-from gaia_kit.fake_openai import LLM_SUFFIXES, FakeOpenAI
+from gaia_kit_testing.fake_openai import LLM_SUFFIXES, FakeOpenAI
 from gaia_kit.llm import chat, conversation, llm_config, llm_status, model_line
 
 pytestmark = pytest.mark.anyio

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from gaia_kit import ToolFailure
-from gaia_kit.fake_web import JINA_KEY, TAVILY_KEY
+from gaia_kit_testing.fake_web import JINA_KEY, TAVILY_KEY
 from gaia_kit.reader import read_page, reader_backend
 
 pytestmark = pytest.mark.anyio

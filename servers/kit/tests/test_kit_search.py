@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from gaia_kit import ToolFailure
 from gaia_kit.corpus import build
-from gaia_kit.fake_search import FakePage, FakeSearch
+from gaia_kit_testing.fake_search import FakePage, FakeSearch
 from gaia_kit.search import describe_backend, render, search_backend, web_search
 
 pytestmark = pytest.mark.anyio

@@ -2,8 +2,8 @@
 
 import pytest
 from gaia_kit import http as kit_http
-from gaia_kit.fake_web import JINA_KEY, REFUSED_HOSTS, TAVILY_KEY
-from gaia_kit.testing import failed, ok
+from gaia_kit_testing.fake_web import JINA_KEY, REFUSED_HOSTS, TAVILY_KEY
+from gaia_kit_testing import failed, ok
 
 pytestmark = pytest.mark.anyio
 

@@ -1,24 +1,38 @@
-"""A test double's home: an ASGI app served by uvicorn in a thread on 127.0.0.1, on a free port."""
+"""A test double's home: an ASGI app served by uvicorn in a thread on 127.0.0.1, on a free port.
+
+    with LoopbackServer(app) as site:
+        httpx.get(site.url("/page.html"))
+"""
 
 from __future__ import annotations
 
 import socket
 import threading
 import time
+from typing import Literal
 
 import uvicorn
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp
 
 
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (for a process the test starts itself)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 class LoopbackServer:
-    def __init__(self, app: ASGIApp):
+    """`lifespan="on"` for an app that needs its startup (an MCP app with a session manager)."""
+
+    def __init__(self, app: ASGIApp, lifespan: Literal["auto", "on", "off"] = "off"):
         # Bind first, so the port is known (and held) before the server thread starts.
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
         self.port: int = self._sock.getsockname()[1]
-        self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+        self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan=lifespan))
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
         )
@@ -26,7 +40,7 @@ class LoopbackServer:
     def url(self, path: str = "") -> str:
         return f"http://127.0.0.1:{self.port}{path}"
 
-    def start(self, timeout: float = 10) -> None:
+    def start(self, timeout: float = 20) -> None:
         self._thread.start()
         deadline = time.monotonic() + timeout
         while not self._server.started:

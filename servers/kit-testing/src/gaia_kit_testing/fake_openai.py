@@ -16,13 +16,21 @@ variable's value fails the test. It runs uvicorn in a thread, on 127.0.0.1 and a
 A server that asks a model gets its `no_llm` and `fake` fixtures in one line of tests/conftest.py:
 
     no_llm, fake = llm_fixtures("THINK", model="fake-thinker", api_key="sk-think-secret")
+
+`chat_completions_app(reply)` is the same API for the trainer's tests and benchmarks: an agent model
+whose every reply (assistant message, tool calls) comes from a function of the request, so a test can
+play a scripted agent against the real episode loop.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
+import json
 import threading
+import uuid
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import anyio
@@ -157,3 +165,53 @@ def llm_fixtures(prefix: str, *, model: str, api_key: str) -> tuple[Any, Any]:
             yield server
 
     return no_llm, fake
+
+
+Reply = Callable[[dict[str, Any]], "dict[str, Any] | Awaitable[dict[str, Any]]"]
+
+
+def tool_call(name: str, arguments: dict[str, Any], call_id: str | None = None) -> dict[str, Any]:
+    """One structured tool call as an OpenAI-compatible server returns it."""
+    return {
+        "id": call_id or f"call_{uuid.uuid4().hex[:8]}",
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments)},
+    }
+
+
+def chat_completions_app(reply: Reply, delay_s: float = 0.0) -> Starlette:
+    """`/v1/chat/completions` answering each request with `reply(request_json)` after `delay_s`.
+
+    `reply` returns the assistant message ({"content": ..., "tool_calls": [...]}); it may add
+    "finish_reason" and "status" (an HTTP error status to answer instead) keys.
+    """
+
+    async def completions(request: Request) -> JSONResponse:
+        body = await request.json()
+        if delay_s:
+            await asyncio.sleep(delay_s)
+        message = reply(body)
+        if inspect.isawaitable(message):
+            message = await message
+        message = dict(message)
+        status = message.pop("status", 200)
+        if status != 200:
+            return JSONResponse({"error": {"message": message.get("content", "error")}}, status_code=status)
+        finish = message.pop("finish_reason", "tool_calls" if message.get("tool_calls") else "stop")
+        return JSONResponse(
+            {
+                "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+                "object": "chat.completion",
+                "model": body.get("model", "scripted"),
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish}
+                ],
+                "usage": {
+                    "prompt_tokens": 0,
+                    "completion_tokens": len(str(message.get("content") or "")) // 4 + 1,
+                    "total_tokens": 0,
+                },
+            }
+        )
+
+    return Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])

@@ -1,42 +1,26 @@
-"""Test helpers every server's tests share: throwaway roots, a session client, result checks.
-
-In a server's tests/conftest.py:
-
-    from gaia_kit.testing import session_call     # kit_env and anyio_backend come from the root conftest
-    from my_server.server import server
-
-    @pytest.fixture
-    async def call(kit_env):
-        async with session_call(server, kit_env.workspace) as invoke:
-            yield invoke
+"""The pytest fixtures every package's tests share (the root conftest loads this module as a plugin):
+throwaway workspace and dataset roots, disk quotas, fresh HTTP settings, a real redis-server, an
+espeak-ng recording and the loopback web.
 """
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import io
-import json
-import os
 import shutil
 import socket
 import subprocess
-import sys
-import textwrap
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from mcp import Client
-from mcp.server.mcpserver import MCPServer
+from gaia_kit.http import forget_shared_http
+from gaia_kit.settings import get_settings
 
-from .session import SESSION_ID_KEY, WORKSPACE_KEY
-from .settings import get_settings
-
-Invoke = Callable[..., Awaitable[Any]]
+from .checks import SPOKEN_SENTENCE
+from .fake_web import FakeWeb
+from .loopback import free_port
 
 
 @pytest.fixture
@@ -79,8 +63,6 @@ def workspace_quota(
 @pytest.fixture
 def fresh_http() -> Iterator[None]:
     """Each test's GAIA_HTTP_* settings take effect: the kit builds one client per event loop, once."""
-    from .http import forget_shared_http
-
     forget_shared_http()
     yield
     forget_shared_http()
@@ -93,9 +75,7 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if binary is None:
         pytest.fail("redis-server is missing: apt-get install -y redis-server (make test installs it).")
     folder = tmp_path_factory.mktemp("redis")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     argv = [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"]
     process = subprocess.Popen(
         [*argv, "--dir", str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
@@ -131,21 +111,6 @@ def redis_url(redis_server: str) -> str:
     return redis_server
 
 
-@contextlib.asynccontextmanager
-async def session_call(server: MCPServer, workspace: Path, session_id: str = "s1") -> AsyncIterator[Invoke]:
-    """invoke(tool, **arguments) -> CallToolResult, over the MCP protocol, as the gateway sends it."""
-    meta = {SESSION_ID_KEY: session_id, WORKSPACE_KEY: str(workspace)}
-    async with Client(server) as client:
-
-        async def invoke(name: str, **arguments: Any) -> Any:
-            return await client.call_tool(name, arguments, meta=meta)
-
-        yield invoke
-
-
-SPOKEN_SENTENCE = "The museum opens on Monday morning"
-
-
 @pytest.fixture(scope="session")
 def speech(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An espeak-ng recording of SPOKEN_SENTENCE, as WAV, for the transcription tests."""
@@ -155,65 +120,9 @@ def speech(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def sent_content(request: dict[str, Any]) -> tuple[list[str], list[Any]]:
-    """(text parts, images) of the last message of a chat request a fake received; each image is
-    decoded from its data URL with Pillow, and must be a PNG or JPEG one."""
-    from PIL import Image
-
-    texts, images = [], []
-    for part in request["messages"][-1]["content"]:
-        if part["type"] == "text":
-            texts.append(part["text"])
-        elif part["type"] == "image_url":
-            url = part["image_url"]["url"]
-            assert url.startswith(("data:image/png;base64,", "data:image/jpeg;base64,")), url[:40]
-            images.append(Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))))
-    return texts, images
-
-
-def text(result: Any) -> str:
-    return "\n".join(block.text for block in result.content if block.type == "text")
-
-
-def ok(result: Any) -> str:
-    assert not result.is_error, text(result)
-    return text(result)
-
-
-def failed(result: Any) -> str:
-    assert result.is_error, text(result)
-    return text(result)
-
-
-# The child's own high-water mark. getrusage's ru_maxrss is no good here: Python starts children
-# with vfork, and exec then folds the parent's (pytest's) peak into the child's ru_maxrss.
-_PEAK_RSS_EPILOGUE = """
-import json as _json
-with open("/proc/self/status") as _status:
-    _peak = next(int(line.split()[1]) for line in _status if line.startswith("VmHWM:"))
-print(_json.dumps({"peak_rss_kb": _peak}))
-"""
-
-
-def run_measured(script: str, env: dict[str, str] | None = None, timeout: float = 900) -> dict[str, Any]:
-    """Run `script` (which prints one JSON object) in a child Python; return it plus `peak_rss_kb`."""
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script) + _PEAK_RSS_EPILOGUE],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    report, peak = done.stdout.strip().splitlines()[-2:]
-    return {**json.loads(report), **json.loads(peak)}
-
-
 @pytest.fixture
 def fake_web(kit_env: SimpleNamespace, fresh_http: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """gaia_kit.fake_web's loopback web, allow-listed, with the page reader's keys unset and its URLs on it."""
-    from .fake_web import FakeWeb
-
+    """gaia_kit_testing.fake_web's loopback web, allow-listed, with the page reader's keys unset and its URLs on it."""
     for name in ("READWEB_BACKEND", "JINA_API_KEY", "TAVILY_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("GAIA_HTTP_ALLOW", "127.0.0.1")
