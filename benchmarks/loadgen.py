@@ -23,7 +23,6 @@ import psutil
 from gaia_kit_testing.loopback import free_port
 
 
-
 async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
     head = await reader.readuntil(b"\r\n\r\n")
     status = int(head.split(b" ", 2)[1])

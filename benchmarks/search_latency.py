@@ -29,7 +29,6 @@ PAGES = [
 ]
 
 
-
 def start_gateway(tmp: Path, searxng_url: str) -> tuple[subprocess.Popen, str]:
     port = free_port()
     env = {

@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from mcp import Client
 from gaia_kit_testing.loopback import free_port
+from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -26,14 +26,14 @@ from typing import Any
 
 import anyio
 import httpx
+from gaia_kit_testing.fake_openai import chat_completions_app, tool_call
+from gaia_kit_testing.loopback import LoopbackServer, free_port
 from gaia_train import dataset as ds
 from gaia_train.demo_data import write_demo_snapshot
 from gaia_train.episode import EpisodeLimits
 from gaia_train.evaluate import TRAJECTORIES, run_episodes, summarize
 from gaia_train.mcp_session import McpSettings
 from gaia_train.openai_policy import EndpointSettings
-from gaia_kit_testing.fake_openai import chat_completions_app, tool_call
-from gaia_kit_testing.loopback import LoopbackServer, free_port
 
 SERVERS = "filesystem-server,documents-csv-server"
 CSV_KEY = "csv-revenue"

@@ -21,8 +21,8 @@ from pathlib import Path
 
 
 async def measure(repeats: int) -> dict[str, object]:
-    from gaia_kit_testing.fake_web import FakeWeb
     from gaia_kit_testing import session_call
+    from gaia_kit_testing.fake_web import FakeWeb
     from readweb_server.server import server
 
     report: dict[str, object] = {}

@@ -19,7 +19,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PROBE = ROOT / "tests" / "fixtures" / "probe_server.py"
 
 
-
 @dataclass
 class RunningGateway:
     url: str

@@ -18,7 +18,6 @@ import os
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -107,7 +106,6 @@ def image(compose) -> str:
     assert build.returncode == 0, build.stdout[-5000:] + build.stderr[-5000:]
     print(f"image build: {time.monotonic() - started:.0f} s")
     return IMAGE
-
 
 
 @pytest.fixture(scope="module")

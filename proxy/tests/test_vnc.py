@@ -15,7 +15,6 @@ from gaia_kit_testing.loopback import free_port
 pytestmark = pytest.mark.slow
 
 
-
 @pytest.fixture
 def views() -> Iterator[list[VncView]]:
     started: list[VncView] = []

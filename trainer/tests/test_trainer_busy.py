@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from gaia_train.mcp_session import RETRY_AFTER, McpSettings, McpToolSession
 from gaia_kit_testing.loopback import LoopbackServer
+from gaia_train.mcp_session import RETRY_AFTER, McpSettings, McpToolSession
 from gaia_train.toolcalls import ToolCall
 from mcp.server import MCPServer
 from mcp.shared.exceptions import MCPError
 
 pytestmark = pytest.mark.anyio
 
-BUSY = -32029  # gaia_kit.contract.BUSY
+BUSY = -32029  # gaia_kit.core.contract.BUSY
 
 
 class Refusals:

@@ -10,10 +10,10 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from gaia_train import dataset as ds
-from gaia_train.cli import main
 from gaia_kit_testing.fake_openai import chat_completions_app, tool_call
 from gaia_kit_testing.loopback import LoopbackServer
+from gaia_train import dataset as ds
+from gaia_train.cli import main
 
 
 def task(task_id: str, level: int, answer: str, question: str = "What is the code?") -> ds.GaiaTask:

@@ -479,7 +479,7 @@ async def test_xlsm_keeps_its_macros(call, env):
 
 
 async def test_xls_inputs_are_read_through_libreoffice(call, env, tmp_path):
-    from gaia_kit.convert import convert_with_libreoffice
+    from gaia_kit.documents.convert import convert_with_libreoffice
 
     source = tmp_path / "legacy.xlsx"
     book = Workbook()

@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from gaia_kit import http as kit_http
+from gaia_kit.web import http as kit_http
 from gaia_kit_testing import failed, ok
 
 pytestmark = pytest.mark.anyio

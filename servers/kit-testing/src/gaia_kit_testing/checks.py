@@ -1,14 +1,14 @@
 """What tests do with a server: call its tools over MCP as the gateway does, and check the answers.
 
-    from gaia_kit_testing import failed, ok, session_call
+from gaia_kit_testing import failed, ok, session_call
 
-    @pytest.fixture
-    async def call(kit_env):                    # kit_env comes from gaia_kit_testing.fixtures
-        async with session_call(server, kit_env.workspace) as invoke:
-            yield invoke
+@pytest.fixture
+async def call(kit_env):                    # kit_env comes from gaia_kit_testing.fixtures
+    async with session_call(server, kit_env.workspace) as invoke:
+        yield invoke
 
-    async def test_reads(call):
-        assert "hello" in ok(await call("read_file", path="a.txt"))
+async def test_reads(call):
+    assert "hello" in ok(await call("read_file", path="a.txt"))
 """
 
 from __future__ import annotations
@@ -25,14 +25,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from gaia_kit.contract import SESSION_ID_KEY, WORKSPACE_KEY
+from gaia_kit.core.contract import SESSION_ID_KEY, WORKSPACE_KEY
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
 Invoke = Callable[..., Awaitable[Any]]
 
 SPOKEN_SENTENCE = "The museum opens on Monday morning"
-
 
 
 @contextlib.asynccontextmanager
@@ -99,5 +98,3 @@ def run_measured(script: str, env: dict[str, str] | None = None, timeout: float 
     assert done.returncode == 0, done.stderr[-3000:]
     report, peak = done.stdout.strip().splitlines()[-2:]
     return {**json.loads(report), **json.loads(peak)}
-
-

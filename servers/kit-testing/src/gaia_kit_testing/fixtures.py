@@ -15,8 +15,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from gaia_kit.http import forget_shared_http
-from gaia_kit.settings import get_settings
+from gaia_kit.core.settings import get_settings
+from gaia_kit.web.http import forget_shared_http
 
 from .checks import SPOKEN_SENTENCE
 from .fake_web import FakeWeb

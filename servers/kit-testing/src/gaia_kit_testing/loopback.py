@@ -1,7 +1,7 @@
 """A test double's home: an ASGI app served by uvicorn in a thread on 127.0.0.1, on a free port.
 
-    with LoopbackServer(app) as site:
-        httpx.get(site.url("/page.html"))
+with LoopbackServer(app) as site:
+    httpx.get(site.url("/page.html"))
 """
 
 from __future__ import annotations

@@ -14,10 +14,10 @@ import json
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Annotated, Any, Literal, TypeVar
 
-from gaia_kit import KitServer, ToolFailure, atomic_write, get_settings, page, run, session_of, truncate
-from gaia_kit.args import StartIndex
-from gaia_kit.chromium import chromium_path, headless
-from gaia_kit.hints import hints
+from gaia_kit import KitServer, ToolFailure, atomic_write, get_settings, page, serve, session_of, truncate
+from gaia_kit.core.args import StartIndex
+from gaia_kit.core.hints import hints
+from gaia_kit.web.chromium import chromium_path, headless
 from mcp.server.mcpserver import Context
 from mcp.types import ImageContent, TextContent
 from playwright.async_api import Error as PlaywrightError
@@ -742,4 +742,4 @@ def check() -> dict[str, Any]:
 
 
 def main() -> None:
-    run(server, check=check)
+    serve(server, check=check)

@@ -1,4 +1,4 @@
-"""wiki-server: Wikipedia through the live MediaWiki action API, fetched with gaia_kit.http (so answers
+"""wiki-server: Wikipedia through the live MediaWiki action API, fetched with gaia_kit.web.http (so answers
 are cached by the kit's record/replay cache and training runs can be replayed offline).
 
 WIKI_API_URL sets the endpoint; `{lang}` in it becomes the language code. With a Wikipedia ZIM
@@ -16,11 +16,11 @@ from typing import Annotated, Any, NoReturn
 from urllib.parse import quote
 
 import mwparserfromhell
-from gaia_kit import KitServer, ToolFailure, page, run, run_blocking
-from gaia_kit.args import MaxLength, OutputFormat, StartIndex
-from gaia_kit.hints import hints
-from gaia_kit.http import HttpFailure, shared_http
-from gaia_kit.results import json_result, with_data
+from gaia_kit import KitServer, ToolFailure, page, run_blocking, serve
+from gaia_kit.core.args import MaxLength, OutputFormat, StartIndex
+from gaia_kit.core.hints import hints
+from gaia_kit.core.results import json_result, with_data
+from gaia_kit.web.http import HttpFailure, shared_http
 from mcp_types import CallToolResult
 from pydantic import BaseModel, Field
 
@@ -581,4 +581,4 @@ def check() -> dict[str, Any]:
 
 
 def main() -> None:
-    run(server, check=check)
+    serve(server, check=check)

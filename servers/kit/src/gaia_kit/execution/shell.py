@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from .errors import ToolFailure
-from .policy import check_command, get_policy_settings
-from .sandbox import Limits, SandboxResult, run_sandboxed
+from gaia_kit.core.errors import ToolFailure
+from gaia_kit.execution.policy import check_command, get_policy_settings
+from gaia_kit.execution.sandbox import Limits, SandboxResult, run_sandboxed
 
 
 async def run_command(

@@ -11,10 +11,8 @@ header and nowhere else: error text and logs are scrubbed of it.
 
 from __future__ import annotations
 
-import email.utils
 import logging
 import os
-import random
 import re
 import time
 from dataclasses import dataclass, field
@@ -23,9 +21,10 @@ from typing import Any
 import anyio
 import httpx
 
-from .errors import ToolFailure
+from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.retry import retry_wait
 
-logger = logging.getLogger("gaia_kit.llm")
+logger = logging.getLogger("gaia_kit.models.llm")
 
 DEFAULT_TIMEOUT_S = 180.0
 DEFAULT_MAX_TOKENS = 4096
@@ -208,9 +207,9 @@ async def _backoff(
     config: LLMConfig, attempt: int, response: httpx.Response | None, deadline: float, reason: str
 ) -> None:
     """Sleep before the next attempt: Retry-After when the server gives one, else exponential with jitter."""
-    wait = _retry_after(response) if response is not None else None
-    if wait is None:
-        wait = min(30.0, BACKOFF_BASE_S * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
+    wait = retry_wait(
+        attempt, response.headers if response is not None else None, BACKOFF_BASE_S, cap_s=30.0
+    ).seconds
     left = deadline - time.monotonic()
     if wait >= left:
         raise ToolFailure(
@@ -219,21 +218,6 @@ async def _backoff(
         )
     logger.warning("LLM %s: %s, retrying in %.1f s (attempt %d)", config.model, reason, wait, attempt)
     await anyio.sleep(wait)
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after", "").strip()
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def _http_error(config: LLMConfig, response: httpx.Response) -> str:

@@ -32,8 +32,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ToolFailure
-from .settings import get_settings
+from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.settings import get_settings
 
 QUOTA_DIR = ".gaia-quota"
 """Beside the session workspaces under GAIA_WORKSPACE_ROOT: the locks and the staging folder."""

@@ -6,7 +6,7 @@ KitServer opens one `Call` per tools/call. Work deep inside a tool reaches it wi
     call.progress(done, total, "page 3 of 10")   # a progress notification, if the client asked for them
     call.check()                                  # raises CallCancelled once the client cancelled
 
-`gaia_kit.process.run_in_group` checks it on its own, so a cancelled call kills its subprocess.
+`gaia_kit.execution.process.run_in_group` checks it on its own, so a cancelled call kills its subprocess.
 The HTTP cache asks `replay_allowed` whether the calling tool's requests may be recorded and replayed.
 """
 

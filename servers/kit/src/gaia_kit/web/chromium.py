@@ -3,7 +3,7 @@
 Playwright's own browser download is not used: images and CI machines install Debian's
 `chromium` package, and servers pass its path as `executable_path`.
 
-    from gaia_kit.chromium import launch_options
+    from gaia_kit.web.chromium import launch_options
     browser = await playwright.chromium.launch(**launch_options())
 """
 
@@ -13,7 +13,7 @@ import os
 import shutil
 from typing import Any
 
-from .errors import ToolFailure
+from gaia_kit.core.errors import ToolFailure
 
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 

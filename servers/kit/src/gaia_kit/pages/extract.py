@@ -15,8 +15,8 @@ from pathlib import Path
 import pymupdf
 import trafilatura
 
-from gaia_kit.errors import ToolFailure
-from gaia_kit.text import sniff_encoding
+from gaia_kit.core.errors import ToolFailure
+from gaia_kit.documents.text import sniff_encoding
 
 
 @dataclass(frozen=True)

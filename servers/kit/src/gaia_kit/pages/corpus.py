@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
-from .errors import ToolFailure
-from .extract import html_to_markdown, pdf_to_text
-from .text import sniff_encoding
+from gaia_kit.core.errors import ToolFailure
+from gaia_kit.documents.text import sniff_encoding
+from gaia_kit.pages.extract import html_to_markdown, pdf_to_text
 
 CORPUS_ENV = "GAIA_CORPUS_PATH"
 FILE_SUFFIXES = {".html", ".htm", ".md", ".markdown", ".txt", ".pdf"}

@@ -15,7 +15,7 @@ import tempfile
 import time
 from collections.abc import Callable
 
-from .calls import current_call
+from gaia_kit.core.calls import current_call
 
 POLL_S = 0.2
 """How often a waiting call looks at its cancellation (and calls `tick`)."""

@@ -2,7 +2,7 @@
 
 Each conversion gets its own throwaway LibreOffice profile: two soffice processes sharing a profile
 either block on its lock or hand the job to the first one, so concurrent calls would collide.
-The process runs in its own process group (gaia_kit.process), and the whole group is killed at the deadline.
+The process runs in its own process group (gaia_kit.execution.process), and the whole group is killed at the deadline.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .errors import ToolFailure
-from .process import run_in_group
+from gaia_kit.core.errors import ToolFailure
+from gaia_kit.execution.process import run_in_group
 
 APT_PACKAGES = "libreoffice-writer-nogui, libreoffice-impress-nogui or libreoffice-calc-nogui"
 

@@ -1,9 +1,9 @@
 """KitServer: an MCPServer whose tools fail with one clear sentence, never a traceback.
 
-Each tools/call runs inside a `gaia_kit.calls.Call`: the tool's hints, its cancellation and its
+Each tools/call runs inside a `gaia_kit.core.calls.Call`: the tool's hints, its cancellation and its
 progress, reachable from the worker thread that does the work. A plain `def` tool runs in a worker
 thread that a cancelled call stops waiting for at once; the call's `cancelled` event then tells the
-thread (and any subprocess it runs through gaia_kit.process) to stop.
+thread (and any subprocess it runs through gaia_kit.execution.process) to stop.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.shared.exceptions import MCPError
 from mcp_types import NotificationParams
 
-from . import calls, logs
-from .contract import SESSION_ENDED, SESSION_ID_KEY
-from .errors import describe_exception
+from gaia_kit.core import calls, logs
+from gaia_kit.core.contract import SESSION_ENDED, SESSION_ID_KEY
+from gaia_kit.core.errors import describe_exception
 
 logger = logging.getLogger("gaia_kit")
 
@@ -67,7 +67,7 @@ class KitServer(MCPServer):
     def add_tool(
         self, fn: Callable[..., Any], name: str | None = None, *, output: Any = None, **kwargs: Any
     ) -> None:
-        # Text results only, unless a tool publishes an `output` schema and returns gaia_kit.results.
+        # Text results only, unless a tool publishes an `output` schema and returns gaia_kit.core.results.
         kwargs["structured_output"] = False
         # Agents read the description: give them the docstring without its source indentation.
         if kwargs.get("description") is None and fn.__doc__:

@@ -2,7 +2,7 @@
 video servers alike.
 
 A local path goes through the session's path guard; a URL through the kit's HTTP client (SSRF guard,
-size cap, cache) into a scratch folder beside the session workspaces (gaia_kit.quota.scratch),
+size cap, cache) into a scratch folder beside the session workspaces (gaia_kit.core.quota.scratch),
 removed after the call: no sandboxed code sees it, and a file being read never counts against the
 session's disk quota (GAIA_MAX_READ_BYTES bounds it).
 Tools run as subprocesses in their own process group with a deadline: a damaged or endless file can
@@ -20,13 +20,13 @@ from pathlib import Path, PurePosixPath
 
 import httpx
 
-from .blocking import run_blocking
-from .errors import ToolFailure
-from .http import shared_http
-from .paths import PathGuard
-from .process import run_in_group
-from .quota import scratch
-from .settings import get_settings
+from gaia_kit.core.blocking import run_blocking
+from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.paths import PathGuard
+from gaia_kit.core.quota import scratch
+from gaia_kit.core.settings import get_settings
+from gaia_kit.execution.process import run_in_group
+from gaia_kit.web.http import shared_http
 
 
 @dataclass

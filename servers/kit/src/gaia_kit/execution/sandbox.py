@@ -31,11 +31,11 @@ from typing import Literal
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from .errors import ToolFailure
-from .quota import CommandWatch, size_text
-from .settings import get_settings
+from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.quota import CommandWatch, size_text
+from gaia_kit.core.settings import get_settings
 
-logger = logging.getLogger("gaia_kit.sandbox")
+logger = logging.getLogger("gaia_kit.execution.sandbox")
 
 # What sandboxed code may see of /etc: name resolution, certificates, locale, fonts, alternatives.
 ETC_ENTRIES = (

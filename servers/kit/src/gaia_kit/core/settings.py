@@ -37,7 +37,7 @@ class KitSettings(BaseSettings):
     """Cap on an image or audio file returned inline as base64."""
 
     workspace_max_mb: int = 4096
-    """Most bytes one session workspace may hold (gaia_kit.quota); 0 for no limit."""
+    """Most bytes one session workspace may hold (gaia_kit.core.quota); 0 for no limit."""
 
     workspace_max_files: int = 50_000
     """Most files, folders and links one session workspace may hold; 0 for no limit."""

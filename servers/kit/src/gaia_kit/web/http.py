@@ -8,11 +8,11 @@
 What it adds to httpx: connect/read/total timeouts; retries with exponential backoff and jitter on
 429, 5xx and connection errors, honouring Retry-After; a per-host concurrency limit (and a pause
 between requests where a site asks for one); a cap on the bytes read; a descriptive User-Agent; an
-SSRF guard; the record/replay cache of gaia_kit.cache, for the requests the calling tool's annotations
-allow (gaia_kit.calls.replay_allowed: read-only and idempotent tools, and idempotent tools' GETs).
+SSRF guard; the record/replay cache of gaia_kit.web.cache, for the requests the calling tool's annotations
+allow (gaia_kit.core.calls.replay_allowed: read-only and idempotent tools, and idempotent tools' GETs).
 Every failure is a ToolFailure in one sentence (HttpFailure, with `.status`, for an HTTP error answer).
 
-The SSRF guard (gaia_kit.ssrf) sits in the transport: redirects are followed here, not by httpx,
+The SSRF guard (gaia_kit.web.ssrf) sits in the transport: redirects are followed here, not by httpx,
 so every hop is checked, and proxies from the environment are not used, since a proxy would
 resolve the name itself.
 """
@@ -20,11 +20,9 @@ resolve the name itself.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json as jsonlib
 import logging
 import os
-import random
 import sqlite3
 import ssl
 import time
@@ -45,8 +43,11 @@ from anyio import AsyncFile
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from .blocking import run_blocking
-from .cache import (
+from gaia_kit.core.blocking import run_blocking
+from gaia_kit.core.calls import current_call, replay_allowed
+from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.retry import retry_wait
+from gaia_kit.web.cache import (
     SECRET_PARAMS,
     Cache,
     CachedResponse,
@@ -56,16 +57,14 @@ from .cache import (
     open_cache,
     request_key,
 )
-from .calls import current_call, replay_allowed
-from .errors import ToolFailure
-from .ssrf import (
+from gaia_kit.web.ssrf import (
     AllowList,
-    _matches,
     check_literal,
     guarded_transport,
+    host_matches,
 )
 
-logger = logging.getLogger("gaia_kit.http")
+logger = logging.getLogger("gaia_kit.web.http")
 
 CacheMode = Literal["off", "read-write", "replay"]
 T = TypeVar("T")
@@ -205,21 +204,6 @@ def _pairs(text: str, variable: str) -> dict[str, float]:
                 f"{variable} has a malformed entry {part!r}; write host=number, comma-separated."
             ) from None
     return pairs
-
-
-def _retry_after(headers: httpx.Headers) -> float | None:
-    """Seconds the server asks to wait: Retry-After in seconds or as an HTTP date."""
-    value = headers.get("retry-after", "").strip()
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
-        return None
 
 
 def _where(url: httpx.URL) -> str:
@@ -501,16 +485,14 @@ class HttpClient:
 
     async def _pause(self, url: httpx.URL, attempt: int, headers: httpx.Headers | None, reason: str) -> None:
         """Wait before the next attempt: Retry-After when given, else exponential backoff with jitter."""
-        wait = _retry_after(headers) if headers is not None else None
-        if wait is not None and wait > self.settings.max_retry_after_s:
+        wait = retry_wait(attempt, headers, self.settings.backoff_base_s)
+        if wait.asked and wait.seconds > self.settings.max_retry_after_s:
             raise ToolFailure(
-                f"{_where(url)} is busy ({reason}) and asked to wait {wait:.0f} s before retrying, longer "
+                f"{_where(url)} is busy ({reason}) and asked to wait {wait.seconds:.0f} s before retrying, longer "
                 f"than GAIA_HTTP_MAX_RETRY_AFTER_S ({self.settings.max_retry_after_s:g} s); try again later."
             )
-        if wait is None:
-            wait = self.settings.backoff_base_s * 2 ** (attempt - 1) * random.uniform(0.5, 1.0)
-        logger.warning("%s: %s, retrying in %.2f s (attempt %d)", _where(url), reason, wait, attempt)
-        await anyio.sleep(wait)
+        logger.warning("%s: %s, retrying in %.2f s (attempt %d)", _where(url), reason, wait.seconds, attempt)
+        await anyio.sleep(wait.seconds)
 
     async def _send(
         self, method: str, url: httpx.URL, headers: httpx.Headers, body: bytes, max_bytes: int,
@@ -539,7 +521,7 @@ class HttpClient:
             limit = self._limits.get(key, self.settings.per_host_limit)
             limiter = self._limiters[key] = anyio.CapacityLimiter(max(1, int(limit)))
         async with limiter:
-            interval = next((v for k, v in self._intervals.items() if _matches(host, k)), 0.0)
+            interval = next((v for k, v in self._intervals.items() if host_matches(host, k)), 0.0)
             if interval:
                 now = time.monotonic()
                 start = max(now, self._next_start.get(key, 0.0))
@@ -549,7 +531,7 @@ class HttpClient:
 
     def _host_key(self, host: str) -> str:
         host = host.lower().rstrip(".")
-        return next((pattern for pattern in self._limits if _matches(host, pattern)), host)
+        return next((pattern for pattern in self._limits if host_matches(host, pattern)), host)
 
     def _transport_failure(self, url: httpx.URL, exc: Exception) -> ToolFailure:
         where = _where(url)

@@ -19,7 +19,7 @@ import anyio
 import httpcore
 import httpx
 
-from .errors import ToolFailure
+from gaia_kit.core.errors import ToolFailure
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -95,9 +95,7 @@ class AllowList:
 
     def has_host(self, host: str) -> bool:
         host = host.lower().rstrip(".")
-        return host in self.names or any(
-            name.startswith("*.") and host.endswith(name[1:]) for name in self.names
-        )
+        return any(host_matches(host, name) for name in self.names)
 
     def has_ip(self, ip: IPAddress) -> bool:
         candidates = [ip, _embedded_ipv4(ip)]
@@ -196,5 +194,6 @@ def guarded_transport(allow: AllowList, verify: ssl.SSLContext) -> httpx.AsyncHT
     return transport
 
 
-def _matches(host: str, pattern: str) -> bool:
+def host_matches(host: str, pattern: str) -> bool:
+    """`pattern` is a host name, or `*.example.org` for its subdomains (the form settings use)."""
     return host == pattern or (pattern.startswith("*.") and host.endswith(pattern[1:]))

@@ -11,12 +11,12 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 
-from .logs import log_to_stderr
+from gaia_kit.core.logs import log_to_stderr
 
 Check = Callable[[], dict[str, Any]]
 
 
-def run(server: MCPServer, argv: list[str] | None = None, check: Check | None = None) -> None:
+def serve(server: MCPServer, argv: list[str] | None = None, check: Check | None = None) -> None:
     """Start `server`. `check` reports, for `gaia-env doctor`, the backend in use and what is missing."""
     parser = argparse.ArgumentParser(prog=server.name, description=f"The {server.name} MCP server.")
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")

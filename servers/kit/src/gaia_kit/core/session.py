@@ -12,10 +12,10 @@ from typing import Any
 
 from mcp.server.mcpserver import Context
 
-from .contract import SESSION_ENDED, SESSION_ID_KEY, WORKSPACE_KEY
-from .errors import ToolFailure
-from .paths import PathGuard
-from .settings import get_settings
+from gaia_kit.core.contract import SESSION_ENDED, SESSION_ID_KEY, WORKSPACE_KEY
+from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.paths import PathGuard
+from gaia_kit.core.settings import get_settings
 
 __all__ = ["SESSION_ENDED", "SESSION_ID_KEY", "WORKSPACE_KEY", "Session", "session_of"]
 

@@ -11,8 +11,8 @@ import os
 import stat
 from pathlib import Path
 
-from .errors import ToolFailure
-from .quota import place, staged
+from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.quota import place, staged
 
 MAX_PATH_CHARS = 4096
 MAX_NAME_BYTES = 255
@@ -135,7 +135,7 @@ def free_path(folder: Path, name: str) -> Path:
 def atomic_write(path: Path, data: bytes | str, encoding: str = "utf-8") -> None:
     """Write via a temp file and rename, so a crash never leaves a half-written file.
 
-    In a session workspace the file enters only within the session's disk quota (gaia_kit.quota).
+    In a session workspace the file enters only within the session's disk quota (gaia_kit.core.quota).
     """
     payload = data.encode(encoding) if isinstance(data, str) else data
     with staged(path) as temporary:

@@ -6,7 +6,7 @@
 
 Every tool gets all five (title, readOnlyHint, destructiveHint, idempotentHint, openWorldHint), so
 a client never falls back to the spec's pessimistic defaults. They are hints to clients, and the
-record/replay HTTP cache reads them (gaia_kit.calls.replay_allowed).
+record/replay HTTP cache reads them (gaia_kit.core.calls.replay_allowed).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .settings import get_settings
+from gaia_kit.core.settings import get_settings
 
 
 def page(

@@ -8,7 +8,7 @@ import logging
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 
-from .contract import BUSY, RETRY_AFTER, busy_message
+from gaia_kit.core.contract import BUSY, RETRY_AFTER, busy_message
 
 logger = logging.getLogger("gaia_kit")
 

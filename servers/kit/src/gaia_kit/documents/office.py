@@ -14,10 +14,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .convert import convert_with_libreoffice
-from .errors import ToolFailure
-from .paths import PathGuard, atomic_write
-from .quota import QuotaExceeded
+from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.paths import PathGuard, atomic_write
+from gaia_kit.core.quota import QuotaExceeded
+from gaia_kit.documents.convert import convert_with_libreoffice
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0"
 CONVERT_TIMEOUT_S = 120

@@ -4,13 +4,13 @@
     page.url, page.title, page.text, page.content_type, page.backend, page.images
 
 Backends (READWEB_BACKEND):
-- `local` (keyless): fetch with gaia_kit.http (SSRF guard, retries, size cap, record/replay cache)
-  and extract with gaia_kit.extract (trafilatura for pages, PyMuPDF for PDFs).
+- `local` (keyless): fetch with gaia_kit.web.http (SSRF guard, retries, size cap, record/replay cache)
+  and extract with gaia_kit.pages.extract (trafilatura for pages, PyMuPDF for PDFs).
 - `jina`: Jina Reader (JINA_API_KEY), `GET <JINA_API_URL><url>` answered as JSON.
 - `tavily`: Tavily extract (TAVILY_API_KEY), `POST <TAVILY_API_URL>` with a JSON body.
 - `auto` (default): Jina when its key is set, else Tavily when its key is set, else local; a keyed
   backend that fails falls back to local, so a quota or outage costs quality, not the answer.
-Before any of them, a page the offline index (GAIA_CORPUS_PATH, gaia_kit.corpus) holds is
+Before any of them, a page the offline index (GAIA_CORPUS_PATH, gaia_kit.pages.corpus) holds is
 answered from it, with no network.
 
 Every failure is a ToolFailure in one sentence; a page with no readable text is a failure too.
@@ -26,11 +26,11 @@ from urllib.parse import urljoin
 import httpx
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from .blocking import run_blocking
-from .corpus import configured_corpus
-from .errors import ToolFailure
-from .extract import document_text
-from .http import shared_http
+from gaia_kit.core.blocking import run_blocking
+from gaia_kit.core.errors import ToolFailure
+from gaia_kit.pages.corpus import configured_corpus
+from gaia_kit.pages.extract import document_text
+from gaia_kit.web.http import shared_http
 
 Backend = Literal["local", "jina", "tavily", "corpus"]
 BACKENDS = ("local", "jina", "tavily", "auto")

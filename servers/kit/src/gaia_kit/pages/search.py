@@ -6,9 +6,9 @@
 Backends (SEARCH_BACKEND; see docs/configuration.md, "Web search"):
 - `google`: Google Programmable Search, the Custom Search JSON API (GOOGLE_API_KEY, GOOGLE_CSE_ID).
 - `searxng`: a SearXNG instance's JSON API (SEARXNG_URL; keyless, self-hosted).
-- `corpus`: the offline local index (GAIA_CORPUS_PATH; gaia_kit.corpus), no network at all.
+- `corpus`: the offline local index (GAIA_CORPUS_PATH; gaia_kit.pages.corpus), no network at all.
 - `auto` (default): the first of those that is configured, in that order.
-Online answers go through gaia_kit.http, so they are cached and replay offline.
+Online answers go through gaia_kit.web.http, so they are cached and replay offline.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from .blocking import run_blocking
-from .corpus import CORPUS_ENV, configured_corpus
-from .errors import ToolFailure
-from .http import shared_http
+from gaia_kit.core.blocking import run_blocking
+from gaia_kit.core.errors import ToolFailure
+from gaia_kit.pages.corpus import CORPUS_ENV, configured_corpus
+from gaia_kit.web.http import shared_http
 
 Backend = Literal["google", "searxng", "corpus"]
 BACKENDS = ("google", "searxng", "corpus", "auto")
