@@ -39,7 +39,12 @@ def test_every_kit_module_imports_with_test_libraries_absent():
     assert done.returncode == 0, done.stderr[-3000:]
     modules = set(done.stdout.split('"')[1::2])
     # The walk reached every subpackage, so a module that imported pytest could not hide.
-    assert {"gaia_kit.core.server", "gaia_kit.web.http", "gaia_kit.pages.corpus", "gaia_kit.media.files"} <= modules
+    assert {
+        "gaia_kit.core.server",
+        "gaia_kit.web.http",
+        "gaia_kit.pages.corpus",
+        "gaia_kit.media.files",
+    } <= modules
     assert not any(name.split(".")[-1].startswith(("fake", "testing", "loopback")) for name in modules)
 
 
