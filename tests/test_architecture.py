@@ -220,3 +220,14 @@ def test_the_test_doubles_are_a_dev_dependency_only():
     # The image installs no dev group, so neither the doubles nor pytest reach it.
     syncs = [line for line in (ROOT / "docker" / "Dockerfile").read_text().splitlines() if "uv sync" in line]
     assert syncs and all("--no-dev" in line for line in syncs)
+
+
+def test_the_architecture_page_lists_every_kit_module_in_its_subpackage():
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    rows = dict(re.findall(r"^\| `gaia_kit\.(\w+)` \| ([\w, ]+) \|", page, re.M))
+    actual = {
+        sub.name: {p.stem for p in sub.glob("*.py") if p.stem != "__init__"}
+        for sub in KIT_SRC.iterdir()
+        if (sub / "__init__.py").exists()
+    }
+    assert {name: set(modules.replace(" ", "").split(",")) for name, modules in rows.items()} == actual
