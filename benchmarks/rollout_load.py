@@ -96,7 +96,7 @@ def rollout_calls(rng: random.Random, page_url: str, navigate: float, ocr: float
 class Tally:
     latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     outcomes: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
-    busy_latencies: list[float] = field(default_factory=list)
+    busy_latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     errors: Counter[str] = field(default_factory=Counter)
     rollouts: int = 0
     sessions_ended: int = 0
@@ -134,7 +134,7 @@ async def one_call(
             return
         error = reply.get("error") or {}
         if error.get("code") == BUSY:
-            tally.busy_latencies.append(time.monotonic() - sent)
+            tally.busy_latencies[tool].append(time.monotonic() - sent)
             tally.outcomes[tool]["busy_answer"] += 1
             wait = min(30.0, float(error["data"]["retryAfter"]) * 1.5**attempt) * random.uniform(1, 1.25)
             if time.monotonic() + wait - started >= deadline_s:
@@ -242,7 +242,9 @@ def summarize(tally: Tally, before: dict, after: dict, left: dict, elapsed: floa
             **dict(tally.outcomes[tool]),
             "p50_s": round(statistics.median(lat), 3) if lat else None,
             "p99_s": round(percentile(lat, 0.99), 3) if lat else None,
+            "busy_max_s": round(max(busy), 3) if (busy := tally.busy_latencies.get(tool)) else None,
         }
+    all_busy = [s for values in tally.busy_latencies.values() for s in values]
     totals: Counter[str] = Counter()
     for counts in tally.outcomes.values():
         totals.update(counts)
@@ -254,10 +256,9 @@ def summarize(tally: Tally, before: dict, after: dict, left: dict, elapsed: floa
         "calls_answered": served,
         "calls_per_s": round(served / elapsed, 1),
         "totals": dict(totals),
-        "busy_answer_p50_ms": round(statistics.median(tally.busy_latencies) * 1000, 1)
-        if tally.busy_latencies
-        else None,
-        "busy_answer_max_ms": round(max(tally.busy_latencies) * 1000, 1) if tally.busy_latencies else None,
+        "busy_answer_p50_ms": round(statistics.median(all_busy) * 1000, 1) if all_busy else None,
+        "busy_answer_p99_ms": round(percentile(all_busy, 0.99) * 1000, 1) if all_busy else None,
+        "busy_answer_max_ms": round(max(all_busy) * 1000, 1) if all_busy else None,
         "restarts": restarts(after) - restarts(before),
         "per_tool": per_tool,
         "errors": tally.errors.most_common(12),
@@ -286,17 +287,17 @@ def print_report(number: int, report: dict[str, Any]) -> None:
     totals = report["totals"]
     print(
         f"transport failures {totals.get('transport', 0)}, timeouts {totals.get('timeout', 0)}, "
-        f"busy answers {totals.get('busy_answer', 0)} (p50 {report['busy_answer_p50_ms']} ms, max {report['busy_answer_max_ms']} ms), "
+        f"busy answers {totals.get('busy_answer', 0)} (p50 {report['busy_answer_p50_ms']} ms, p99 {report['busy_answer_p99_ms']} ms, max {report['busy_answer_max_ms']} ms), "
         f"gave up busy {totals.get('busy_gave_up', 0)}, replica restarts {report['restarts']}"
     )
     print(
-        f"{'tool':36} {'ok':>6} {'error':>6} {'busy':>6} {'gave up':>7} {'timeout':>7} {'p50 s':>7} {'p99 s':>7}"
+        f"{'tool':36} {'ok':>6} {'error':>6} {'busy':>6} {'gave up':>7} {'timeout':>7} {'p50 s':>7} {'p99 s':>7} {'busy max s':>10}"
     )
     for tool, row in report["per_tool"].items():
         print(
             f"{tool:36} {row.get('ok', 0):>6} {row.get('tool_error', 0) + row.get('rpc_error', 0):>6} "
             f"{row.get('busy_answer', 0):>6} {row.get('busy_gave_up', 0):>7} {row.get('timeout', 0):>7} "
-            f"{row['p50_s'] if row['p50_s'] is not None else '-':>7} {row['p99_s'] if row['p99_s'] is not None else '-':>7}"
+            f"{row['p50_s'] if row['p50_s'] is not None else '-':>7} {row['p99_s'] if row['p99_s'] is not None else '-':>7} {row['busy_max_s'] or '-':>10}"
         )
     print(f"RSS MiB (gateway tree): {report['rss_mib']}; processes: {report['processes']}")
     print(f"left behind once every session ended: {report['left_behind']}")
@@ -308,7 +309,9 @@ def print_report(number: int, report: dict[str, Any]) -> None:
 def left_behind(gateway: Gateway, baseline: dict[str, Any]) -> dict[str, Any]:
     """What outlived the sessions: workspaces, and Chromium renderers or sandboxes beyond the idle count."""
     now = snapshot(gateway)
-    workspaces = [p.name for p in gateway.workspace_root.iterdir()] if gateway.workspace_root.exists() else []
+    root = gateway.workspace_root
+    # Dot entries are the gateway's own bookkeeping (.gaia-quota), not a session's workspace.
+    workspaces = [p.name for p in root.iterdir() if not p.name.startswith(".")] if root.exists() else []
     return {
         "workspaces": len(workspaces),
         "chromium_renderers": now.get("chromium_renderers", 0),

@@ -61,6 +61,9 @@ def test_registry_errors_are_clear(tmp_path: Path) -> None:
         load_registry(bad)
     with pytest.raises(RegistryError, match="not found"):
         load_registry(tmp_path / "missing.toml")
+    bad.write_text('[servers.x]\ncommand = ["y"]\nnice = -5\n')
+    with pytest.raises(RegistryError, match="nice must be a number from 0 to 19"):
+        load_registry(bad)
 
 
 def test_shipped_registry_and_selection() -> None:

@@ -6,6 +6,7 @@ import asyncio
 import collections
 import logging
 import sys
+from pathlib import Path
 
 import psutil
 import pytest
@@ -95,6 +96,23 @@ async def test_stop_ends_the_whole_process_tree(probe: ServerProcess) -> None:
     await probe.stop(grace=1)
     _, alive = psutil.wait_procs([child], timeout=5)
     assert not alive
+
+
+async def test_a_server_and_what_it_starts_run_below_the_gateways_priority(probe_env: dict[str, str]) -> None:
+    process = ServerProcess("probe#0", [sys.executable, str(PROBE)], probe_env, nice=7)
+    await process.start(60)
+    try:
+        child = psutil.Process(
+            int((await process.request("tools/call", call("spawn_child"), 10))["content"][0]["text"])
+        )
+        expected = min(19, psutil.Process().nice() + 7)
+        assert psutil.Process(process.pid).nice() == expected
+        assert child.nice() == expected
+        autogroup = Path(f"/proc/{process.pid}/autogroup")
+        if autogroup.exists():  # the server leads its own session, so its own autogroup
+            assert autogroup.read_text().split()[-1] == str(expected)
+    finally:
+        await process.stop(grace=1)
 
 
 async def test_server_log_records_keep_level_server_session_and_tool(

@@ -188,7 +188,9 @@ class ServerPool:
     async def _supervise(self, replica: Replica) -> None:
         attempt = 0
         while not self._closing and replica.wanted:
-            process = ServerProcess(f"{self.spec.id}#{replica.index}", self.spec.argv(), self.env)
+            process = ServerProcess(
+                f"{self.spec.id}#{replica.index}", self.spec.argv(), self.env, self.spec.nice
+            )
             replica.process, replica.hung = process, None
             try:
                 tools = await process.start(self.spec.startup_timeout)

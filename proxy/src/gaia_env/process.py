@@ -16,6 +16,7 @@ import os
 import signal
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -46,10 +47,11 @@ class RemoteError(GatewayError):
 
 
 class ServerProcess:
-    def __init__(self, name: str, argv: list[str], env: Mapping[str, str]):
+    def __init__(self, name: str, argv: list[str], env: Mapping[str, str], nice: int = 0):
         self.name = name
         self.argv = argv
         self.env = dict(env)
+        self.nice = nice
         self.proc: asyncio.subprocess.Process | None = None
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=50)
         self.exited = asyncio.Event()
@@ -84,6 +86,7 @@ class ServerProcess:
             start_new_session=True,  # its own process group, so the whole tree can be killed
             limit=MAX_LINE_BYTES,
         )
+        self._lower_priority()
         self._tasks = [
             asyncio.create_task(self._read_replies(), name=f"{self.name}-stdout"),
             asyncio.create_task(self._read_stderr(), name=f"{self.name}-stderr"),
@@ -96,6 +99,21 @@ class ServerProcess:
         await self.request("initialize", init, timeout)
         self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return await self.list_tools(timeout)
+
+    def _lower_priority(self) -> None:
+        """Renice the server's process group (what it starts later, Chromium or a sandbox, inherits
+        it) and its scheduling autogroup: with autogroups (Linux's default on desktops and many
+        servers) each session shares the CPU as one, so the server's own session, which it leads,
+        would otherwise weigh as much as the gateway's whatever its processes' nice values."""
+        if self.nice <= 0 or self.proc is None:
+            return
+        nice = min(19, os.getpriority(os.PRIO_PROCESS, 0) + self.nice)
+        try:
+            os.setpriority(os.PRIO_PGRP, self.proc.pid, nice)
+        except OSError as exc:  # the process already gone; its exit is reported on its own
+            logger.debug("%s: cannot renice (%s)", self.name, exc)
+        with contextlib.suppress(OSError):  # no autogroups in this kernel, or not ours to change
+            Path(f"/proc/{self.proc.pid}/autogroup").write_text(str(nice))
 
     async def list_tools(self, timeout: float) -> list[dict[str, Any]]:
         tools: list[dict[str, Any]] = []

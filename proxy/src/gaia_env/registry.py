@@ -40,6 +40,9 @@ class ServerSpec:
     hung_after_s: float = 30.0
     """A replica that answers nothing, not even a ping, for this long is hung and is restarted."""
     startup_timeout: float = 60.0
+    nice: int = 10
+    """CPU priority below the gateway's: on a saturated machine the front still answers busy at once
+    and pings on time, so a slow server is not mistaken for a hung one."""
 
     def argv(self) -> list[str]:
         return [
@@ -85,7 +88,13 @@ def load_registry(path: Path = DEFAULT_REGISTRY) -> dict[str, ServerSpec]:
             **merged,
         )
         _check_replicas(specs[server_id])
+        _check_nice(specs[server_id])
     return specs
+
+
+def _check_nice(spec: ServerSpec) -> None:
+    if isinstance(spec.nice, bool) or not isinstance(spec.nice, int) or not 0 <= spec.nice <= 19:
+        raise RegistryError(f"Registry entry {spec.id!r}: nice must be a number from 0 to 19.")
 
 
 def _check_replicas(spec: ServerSpec) -> None:
@@ -139,4 +148,5 @@ _FIELDS = {
     "max_queue_s",
     "hung_after_s",
     "startup_timeout",
+    "nice",
 }
