@@ -86,7 +86,6 @@ class ServerProcess:
             start_new_session=True,  # its own process group, so the whole tree can be killed
             limit=MAX_LINE_BYTES,
         )
-        self._lower_priority()
         self._tasks = [
             asyncio.create_task(self._read_replies(), name=f"{self.name}-stdout"),
             asyncio.create_task(self._read_stderr(), name=f"{self.name}-stderr"),
@@ -98,7 +97,11 @@ class ServerProcess:
         }
         await self.request("initialize", init, timeout)
         self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        return await self.list_tools(timeout)
+        tools = await self.list_tools(timeout)
+        # Only once it serves: a start-up (imports, models) at low priority on a busy machine
+        # would miss its startup_timeout.
+        self._lower_priority()
+        return tools
 
     def _lower_priority(self) -> None:
         """Renice the server's process group (what it starts later, Chromium or a sandbox, inherits

@@ -3,8 +3,8 @@
 The ZIM is WIKI_ZIM_PATH, or the ZIM the offline index (GAIA_CORPUS_PATH) was built from when that
 was a Wikipedia dump. Search uses that index when it has one (BM25 over the articles' text), else the
 ZIM's own full-text index, else its title index. Articles are read from the ZIM itself and turned
-into markdown by gaia_kit.pages.extract; links and categories come from the article's HTML.
-The results have the same shapes as the live API's, so the server renders both alike.
+into markdown by gaia_kit.pages.extract; links and categories come from the article's HTML. A ZIM holds
+one revision per article, so history comes from the live API.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from gaia_kit import ToolFailure
+from gaia_kit import ToolFailure, run_blocking
 from gaia_kit.pages.corpus import (
     Corpus,
     absolute_links,
@@ -29,6 +29,9 @@ from gaia_kit.pages.corpus import (
     zim_url,
 )
 from gaia_kit.pages.extract import html_to_markdown, visible_text
+
+from .mediawiki import MediaWiki
+from .wiki import Hit, Revision, Text, missing, require_query, require_title
 
 ZIM_ENV = "WIKI_ZIM_PATH"
 BACKEND_ENV = "WIKI_BACKEND"
@@ -44,6 +47,56 @@ class Article:
 
 
 class ZimWiki:
+    """The Wiki interface over one archive; every read is blocking libzim, so it runs in a thread."""
+
+    def __init__(self, zim: Zim, live: MediaWiki):
+        self.zim = zim
+        self.live = live
+
+    async def search(self, query: str, limit: int) -> list[Hit]:
+        return await run_blocking(self.zim.search, query, limit)
+
+    async def content(self, title: str, *, auto_suggest: bool, redirect: bool, intro_only: bool) -> Text:
+        article = await self._article(title, auto_suggest)  # the ZIM always follows redirects
+        return await run_blocking(self.zim.text, article, intro_only, True)
+
+    async def introduction(self, title: str, *, auto_suggest: bool, redirect: bool) -> Text:
+        article = await self._article(title, auto_suggest)
+        return await run_blocking(self.zim.text, article, True, False)
+
+    async def categories(self, title: str) -> tuple[str, list[str]]:
+        article = await self._article(title, False)
+        return article.title, await run_blocking(self.zim.categories, article)
+
+    async def links(self, title: str) -> tuple[str, list[str]]:
+        article = await self._article(title, False)
+        return article.title, await run_blocking(self.zim.links, article)
+
+    async def history(self, title: str, until: str, auto_suggest: bool) -> Revision:
+        try:
+            return await self.live.history(title, until, auto_suggest)
+        except ToolFailure as exc:
+            raise ToolFailure(
+                f"get_article_history needs the live MediaWiki API (a ZIM holds one revision per article), "
+                f"and it failed: {exc}"
+            ) from None
+
+    async def _article(self, title: str, auto_suggest: bool) -> Article:
+        require_title(title)
+        article = await run_blocking(self.zim.article, title)
+        if article is not None:
+            return article
+        hits = await run_blocking(self.zim.search, title, 5)
+        if auto_suggest and hits:
+            article = await run_blocking(self.zim.article, hits[0].title)
+            if article is not None:
+                return article
+        missing(title, self.zim.language, hits)
+
+
+class Zim:
+    """An open Wikipedia ZIM (and the index built from it, when there is one); blocking reads."""
+
     def __init__(self, path: Path, corpus: Corpus | None):
         self.path = path
         self.archive = open_zim(path)
@@ -58,12 +111,11 @@ class ZimWiki:
 
     # ---- search --------------------------------------------------------------------------------
 
-    def search(self, query: str, limit: int) -> list[dict[str, Any]]:
-        if not query.strip():
-            raise ToolFailure("The search query is empty; pass some words to search for.")
+    def search(self, query: str, limit: int) -> list[Hit]:
+        require_query(query)
         if self.corpus is not None:
             return [
-                {"title": hit.title, "pageid": None, "snippet": hit.snippet.replace("**", ""), "url": hit.url}
+                Hit(hit.title, None, hit.snippet.replace("**", ""), hit.url)
                 for hit in self.corpus.search(query, limit)
             ]
         hits = []
@@ -71,7 +123,7 @@ class ZimWiki:
             article = self._entry(path, redirect=True)
             if article is not None:
                 snippet = " ".join(visible_text(article.html).split())[:SNIPPET_CHARS]
-                hits.append({"title": article.title, "pageid": None, "snippet": snippet, "url": article.url})
+                hits.append(Hit(article.title, None, snippet, article.url))
         return hits
 
     def _zim_search(self, query: str, limit: int) -> list[str]:
@@ -124,7 +176,7 @@ class ZimWiki:
         title = entry.title or entry.path.removeprefix("A/").replace("_", " ")
         return Article(title, entry.path, zim_url(self.metadata, self.name, entry.path), html)
 
-    def content(self, article: Article, intro_only: bool, links: bool = True) -> dict[str, Any]:
+    def text(self, article: Article, intro_only: bool, links: bool) -> Text:
         html = article.html
         if intro_only:  # the introduction is what comes before the first section heading
             html = re.split(r"<h2\b", html, maxsplit=1, flags=re.I)[0]
@@ -132,7 +184,7 @@ class ZimWiki:
         text = html_to_markdown(html, article.url).text
         if not links:  # plain text, as the API's extracts are
             text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)
-        return {"title": article.title, "pageid": None, "url": article.url, "content": text}
+        return Text(article.title, None, article.url, text)
 
     def links(self, article: Article) -> list[str]:
         """Titles of the articles it links to; other namespaces (File:, Category:, Help:) and media left out."""
@@ -158,13 +210,13 @@ MEDIA = re.compile(r"\.(?:png|jpe?g|svg|gif|webp|css|js)$", re.I)
 
 
 @lru_cache(maxsize=2)
-def _open(path: str, corpus_path: str | None, mtime: float) -> ZimWiki:
+def _open(path: str, corpus_path: str | None, mtime: float) -> Zim:
     corpus = Corpus.open(corpus_path) if corpus_path else None
-    return ZimWiki(Path(path), corpus)
+    return Zim(Path(path), corpus)
 
 
-def offline_wiki() -> ZimWiki | None:
-    """The offline Wikipedia configured, or None when the live API is to be used."""
+def configured_zim() -> Zim | None:
+    """The Wikipedia ZIM configured, or None when the live API is to answer; opened once per file."""
     backend = os.environ.get(BACKEND_ENV, "auto").strip().lower() or "auto"
     if backend not in ("auto", "api", "zim"):
         raise ToolFailure(f"{BACKEND_ENV}={backend!r} is not auto, api or zim; fix or unset it.")
