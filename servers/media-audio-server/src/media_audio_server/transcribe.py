@@ -28,8 +28,8 @@ import anyio
 import anyio.to_thread
 import httpx
 from gaia_kit import ToolFailure, stdout_to_stderr
-from gaia_kit.calls import current_call
-from gaia_kit.llm import llm_config
+from gaia_kit.core.calls import current_call
+from gaia_kit.models.llm import llm_config
 
 from . import media
 
