@@ -279,7 +279,9 @@ async def _endpoint(audio: media.Audio, duration: float, language: str | None) -
             detected = detected or data.get("language")
             if data.get("segments"):
                 segments += [
-                    _placed(start, length, float(s.get("start", 0)), float(s.get("end", 0)), s.get("text", ""))
+                    _placed(
+                        start, length, float(s.get("start", 0)), float(s.get("end", 0)), s.get("text", "")
+                    )
                     for s in data["segments"]
                 ]
             else:
