@@ -1,3 +1,3 @@
-"""Fixtures shared by every package's tests: gaia_kit.testing (anyio_backend, kit_env)."""
+"""Fixtures shared by every package's tests: gaia_kit_testing.fixtures (anyio_backend, kit_env)."""
 
-pytest_plugins = ["gaia_kit.testing"]
+pytest_plugins = ["gaia_kit_testing.fixtures"]

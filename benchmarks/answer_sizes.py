@@ -278,7 +278,7 @@ def _deck(path: Path) -> None:
 
 async def measure(dataset: Path, workspace: Path) -> list[dict[str, Any]]:
     from gaia_kit import get_settings
-    from gaia_kit.testing import session_call
+    from gaia_kit_testing import session_call
 
     os.environ["GAIA_WORKSPACE_ROOT"] = str(workspace.parent)
     os.environ["GAIA_DATASET_DIR"] = str(dataset)

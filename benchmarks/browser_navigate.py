@@ -20,8 +20,8 @@ import psutil
 
 os.environ.setdefault("GAIA_HTTP_ALLOW", "127.0.0.1")
 
-from gaia_kit.loopback import LoopbackServer  # noqa: E402
-from gaia_kit.testing import session_call  # noqa: E402
+from gaia_kit_testing import session_call  # noqa: E402
+from gaia_kit_testing.loopback import LoopbackServer  # noqa: E402
 from ms_playwright.browser import host  # noqa: E402
 from ms_playwright.server import server  # noqa: E402
 from starlette.applications import Starlette  # noqa: E402

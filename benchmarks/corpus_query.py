@@ -1,7 +1,7 @@
 """Offline index query latency: p50/p95 of Corpus.search on a generated corpus (target p50 < 20 ms).
 
 Documents of ~200 words drawn from a Zipf-distributed vocabulary (as real text is), built through
-gaia_kit.corpus.build_documents (the same streaming path `gaia-env corpus build` uses); queries of
+gaia_kit.pages.corpus.build_documents (the same streaming path `gaia-env corpus build` uses); queries of
 1-4 words drawn from the same distribution, so most mix common and rarer words.
 
     uv run python benchmarks/corpus_query.py [--documents 100000] [--queries 500]
@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from gaia_kit.corpus import Corpus, Source, build_documents
+from gaia_kit.pages.corpus import Corpus, Source, build_documents
 
 SYLLABLES = [
     "ka",

@@ -14,7 +14,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from gaia_kit.testing import run_measured
+from gaia_kit_testing import run_measured
 
 
 def make_pdf(path: Path, pages: int) -> None:

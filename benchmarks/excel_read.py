@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from gaia_kit.testing import run_measured
+from gaia_kit_testing import run_measured
 
 COLUMNS = 10
 
@@ -25,7 +25,7 @@ CHILD = """
 import json, time, anyio
 from pathlib import Path
 from excel_server.server import server
-from gaia_kit.testing import session_call, text
+from gaia_kit_testing import session_call, text
 
 async def main():
     async with session_call(server, Path({workspace!r})) as call:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -21,12 +20,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import psutil
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from gaia_kit_testing.loopback import free_port
 
 
 async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:

@@ -31,9 +31,9 @@ async def main() -> None:
     os.environ.update(
         GAIA_WORKSPACE_ROOT=str(root), GAIA_WORKSPACE_MAX_MB="100", GAIA_WORKSPACE_MAX_FILES="20000"
     )
-    from gaia_kit.quota import measure
-    from gaia_kit.sandbox import Limits, run_sandboxed
-    from gaia_kit.settings import get_settings
+    from gaia_kit.core.quota import measure
+    from gaia_kit.core.settings import get_settings
+    from gaia_kit.execution.sandbox import Limits, run_sandboxed
 
     limits = Limits(wall_s=60, cpu_s=60)
     print("| writer | stopped after | workspace holds (quota 100 MB, 20,000 entries) |")

@@ -38,7 +38,7 @@ import psutil
 from attachments import make_attachments
 from loadgen import Gateway, RawClient, start_gateway, tree, tree_rss_mib
 
-BUSY = -32029  # gaia_kit.contract.BUSY
+BUSY = -32029  # gaia_kit.core.contract.BUSY
 DATASET_ALIAS = "/workspace/gaia_dataset"
 SAMPLE_EVERY_S = 5.0
 

@@ -10,7 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from gaia_kit.sandbox import Limits, run_sandboxed, sandbox_status
+from gaia_kit.execution.sandbox import Limits, run_sandboxed, sandbox_status
 
 COMMAND = ["python", "-c", "print(1)"]
 

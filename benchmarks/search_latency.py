@@ -1,6 +1,6 @@
 """Web search latency through the gateway: uncached (a fake SearXNG with a realistic delay) vs cached.
 
-`gaia-env serve` on 127.0.0.1 with googlesearch-server only; a loopback SearXNG (gaia_kit.fake_search)
+`gaia-env serve` on 127.0.0.1 with googlesearch-server only; a loopback SearXNG (gaia_kit_testing.fake_search)
 answering after --delay seconds, as a real instance does while it asks its engines. Each distinct
 query is a cache miss the first time (the delay is paid) and a hit from the kit's record/replay
 cache afterwards; both are measured in one run, so the ratio holds on a noisy machine.
@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -22,17 +21,12 @@ import time
 from pathlib import Path
 
 import httpx
-from gaia_kit.fake_search import FakePage, FakeSearch
+from gaia_kit_testing.fake_search import FakePage, FakeSearch
+from gaia_kit_testing.loopback import free_port
 
 PAGES = [
     FakePage(f"Result {n} about towers", f"https://example.org/{n}", f"Tower fact {n}.") for n in range(30)
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def start_gateway(tmp: Path, searxng_url: str) -> tuple[subprocess.Popen, str]:

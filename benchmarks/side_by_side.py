@@ -28,7 +28,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import statistics
 import sys
 import tempfile
@@ -41,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from gaia_kit_testing.loopback import free_port
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -353,9 +353,7 @@ def serve_pages() -> tuple[str, Any]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     httpd = ThreadingHTTPServer(("127.0.0.1", port), Pages)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     return f"http://127.0.0.1:{port}/", httpd

@@ -495,10 +495,10 @@ def main() -> None:
     args = parser.parse_args()
     only = {s for s in args.only.split(",") if s}
 
-    from gaia_kit.fake_openai import FakeOpenAI
-    from gaia_kit.fake_search import FakePage, FakeSearch
-    from gaia_kit.fake_web import FakeWeb
-    from gaia_kit.loopback import LoopbackServer
+    from gaia_kit_testing.fake_openai import FakeOpenAI
+    from gaia_kit_testing.fake_search import FakePage, FakeSearch
+    from gaia_kit_testing.fake_web import FakeWeb
+    from gaia_kit_testing.loopback import LoopbackServer
 
     tmp = Path(tempfile.mkdtemp(prefix="gaia-cost-"))
     book = make_attachments(tmp / "dataset") / "sales.xlsx"

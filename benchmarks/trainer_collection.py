@@ -26,13 +26,14 @@ from typing import Any
 
 import anyio
 import httpx
+from gaia_kit_testing.fake_openai import chat_completions_app, tool_call
+from gaia_kit_testing.loopback import LoopbackServer, free_port
 from gaia_train import dataset as ds
 from gaia_train.demo_data import write_demo_snapshot
 from gaia_train.episode import EpisodeLimits
 from gaia_train.evaluate import TRAJECTORIES, run_episodes, summarize
 from gaia_train.mcp_session import McpSettings
 from gaia_train.openai_policy import EndpointSettings
-from gaia_train.testing import LoopbackServer, chat_completions_app, free_port, tool_call
 
 SERVERS = "filesystem-server,documents-csv-server"
 CSV_KEY = "csv-revenue"
@@ -191,8 +192,8 @@ def main() -> int:
     try:
         wait_ready(f"http://127.0.0.1:{model_port}/", processes[0])
         if args.fake_mcp:
-            fake = LoopbackServer(fake_mcp_app()).__enter__()
-            mcp_url, environment = f"{fake.url}/mcp", "in-process fake MCP server"
+            fake = LoopbackServer(fake_mcp_app(), lifespan="on").__enter__()
+            mcp_url, environment = fake.url("/mcp"), "in-process fake MCP server"
         else:
             port = free_port()
             (work / "ws").mkdir()

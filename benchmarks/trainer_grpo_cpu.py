@@ -30,9 +30,9 @@ from pathlib import Path
 import anyio
 import httpx
 import torch
+from gaia_kit_testing.loopback import free_port
 from gaia_train import cpu_demo
 from gaia_train.demo_data import write_demo_snapshot
-from gaia_train.testing import free_port
 from gaia_train.tiny_model import TinyModelConfig, build_model, build_tokenizer
 from gaia_train.trl_grpo import GaiaRollout, grpo_config, grpo_dataset, grpo_trainer
 from transformers import TrainerCallback

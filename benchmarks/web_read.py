@@ -2,7 +2,7 @@
 
     uv run --no-sync python benchmarks/web_read.py [--repeats 20]
 
-The page is gaia_kit.fake_web's /long.html (about 100,000 characters of article text) and its
+The page is gaia_kit_testing.fake_web's /long.html (about 100,000 characters of article text) and its
 /article.html (a short article). Each read goes through the real tool over MCP, in one process, with
 a fresh HTTP cache file: the first read fetches and extracts, later reads are answered by the HTTP
 cache and extract again; reading the second part (start_index) is what paging a long page costs.
@@ -21,8 +21,8 @@ from pathlib import Path
 
 
 async def measure(repeats: int) -> dict[str, object]:
-    from gaia_kit.fake_web import FakeWeb
-    from gaia_kit.testing import session_call
+    from gaia_kit_testing import session_call
+    from gaia_kit_testing.fake_web import FakeWeb
     from readweb_server.server import server
 
     report: dict[str, object] = {}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from gaia_kit.loopback import LoopbackServer
+from gaia_kit_testing.loopback import LoopbackServer
 from gateway_harness import RunningGateway, launch, write_registry
 from starlette.applications import Starlette
 from starlette.requests import Request

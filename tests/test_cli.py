@@ -115,7 +115,7 @@ def test_unknown_server_and_bad_registry_are_clear(tmp_path: Path) -> None:
 
 
 def test_cache_stats_export_import_clear(tmp_path: Path) -> None:
-    from gaia_kit.cache import CachedResponse, ResponseCache
+    from gaia_kit.web.cache import CachedResponse, ResponseCache
 
     path = tmp_path / "http-cache.sqlite"
     cache = ResponseCache(path)
@@ -151,7 +151,7 @@ def test_cache_stats_export_import_clear(tmp_path: Path) -> None:
 
 
 def test_cache_commands_use_redis_when_gaia_http_cache_url_names_it(tmp_path: Path, redis_url: str) -> None:
-    from gaia_kit.cache import CachedResponse, RedisCache
+    from gaia_kit.web.cache import CachedResponse, RedisCache
 
     RedisCache(redis_url).put(
         "k1", CachedResponse("GET", "https://arxiv.org/abs/1", 200, {}, b"paper", "", 1.0)

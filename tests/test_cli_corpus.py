@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gaia_kit.fake_search import write_zim
+from gaia_kit_testing.fake_search import write_zim
 
 
 def corpus(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

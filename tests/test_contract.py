@@ -6,7 +6,7 @@ import ast
 import inspect
 from pathlib import Path
 
-from gaia_kit import contract
+from gaia_kit.core import contract
 from gaia_train import mcp_session
 
 TRAINER_BUSY_TEST = Path(__file__).resolve().parents[1] / "trainer" / "tests" / "test_trainer_busy.py"
@@ -24,7 +24,7 @@ def test_the_trainer_reads_busy_answers_as_the_gateway_writes_them() -> None:
 
 def test_kit_and_gateway_share_the_session_keys() -> None:
     from gaia_env import gateway, pool
-    from gaia_kit import session
+    from gaia_kit.core import session
 
     assert gateway.SESSION_ID_KEY is contract.SESSION_ID_KEY is session.SESSION_ID_KEY
     assert pool.SESSION_ENDED is contract.SESSION_ENDED

@@ -18,7 +18,6 @@ import os
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from gaia_kit_testing.loopback import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = "gaia-env/debian:bookworm-slim"
@@ -106,12 +106,6 @@ def image(compose) -> str:
     assert build.returncode == 0, build.stdout[-5000:] + build.stderr[-5000:]
     print(f"image build: {time.monotonic() - started:.0f} s")
     return IMAGE
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

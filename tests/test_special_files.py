@@ -17,7 +17,7 @@ from pathlib import Path
 import anyio
 import pytest
 from gaia_kit import PathGuard, ToolFailure
-from gaia_kit.testing import failed, session_call
+from gaia_kit_testing import failed, session_call
 
 pytestmark = pytest.mark.anyio
 

@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gaia_kit_testing.fake_openai import chat_completions_app, tool_call
+from gaia_kit_testing.loopback import LoopbackServer
 from gaia_train import dataset as ds
 from gaia_train.cli import main
 from gaia_train.demo_data import DEMO_TASKS, write_demo_snapshot
-from gaia_train.testing import LoopbackServer, chat_completions_app, tool_call
 from gateway_harness import RunningGateway, launch
 
 SERVERS = "filesystem-server,documents-csv-server"
@@ -71,7 +72,7 @@ def test_eval_against_the_real_gateway(demo: Path, gateway: RunningGateway, tmp_
                 "--out",
                 str(tmp_path / "eval"),
                 "--base-url",
-                f"{model.url}/v1",
+                model.url("/v1"),
                 "--model",
                 "scripted",
                 "--mcp-url",
@@ -119,7 +120,7 @@ def test_a_row_sees_only_its_own_servers_and_tools(
     pd.DataFrame([csv_only, narrowed]).to_parquet(rows, index=False)
     with LoopbackServer(chat_completions_app(agent)) as model:
         code = main(
-            ["eval", "--data", str(rows), "--out", str(tmp_path / "eval"), "--base-url", f"{model.url}/v1",
+            ["eval", "--data", str(rows), "--out", str(tmp_path / "eval"), "--base-url", model.url("/v1"),
              "--model", "scripted", "--mcp-url", gateway.url, "--concurrency", "1", "--no-progress"]
         )  # fmt: skip
     assert code == 0

@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
-from gaia_kit.loopback import LoopbackServer
+from gaia_kit_testing.loopback import LoopbackServer
 from gateway_harness import PROBE_REGISTRY, free_port, launch, write_registry
 from starlette.applications import Starlette
 from starlette.responses import HTMLResponse

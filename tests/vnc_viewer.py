@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import time
 
-from gaia_kit.chromium import launch_options
+from gaia_kit.web.chromium import launch_options
 from PIL import Image
 
 Colour = tuple[int, int, int]

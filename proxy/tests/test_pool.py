@@ -16,7 +16,7 @@ from gaia_env import pool as pool_module
 from gaia_env.errors import Busy
 from gaia_env.pool import PoolError, ServerPool
 from gaia_env.process import RemoteError, ServerProcess
-from gaia_kit.contract import BUSY, RETRY_AFTER, SESSION_ID_KEY, WORKSPACE_KEY
+from gaia_kit.core.contract import BUSY, RETRY_AFTER, SESSION_ID_KEY, WORKSPACE_KEY
 
 pytestmark = pytest.mark.anyio
 

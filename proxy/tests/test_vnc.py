@@ -10,14 +10,9 @@ import httpx
 import psutil
 import pytest
 from gaia_env.vnc import VncConfig, VncError, VncView
+from gaia_kit_testing.loopback import free_port
 
 pytestmark = pytest.mark.slow
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture

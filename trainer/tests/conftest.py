@@ -9,7 +9,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from gaia_train.testing import LoopbackServer
+from gaia_kit_testing.loopback import LoopbackServer
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
@@ -122,8 +122,8 @@ def _recording(app, state: FakeMcp):
 def fake_mcp_server() -> Iterator[FakeMcp]:
     state = FakeMcp(url="")
     app = _build_server(state).streamable_http_app(stateless_http=True, json_response=True)
-    with LoopbackServer(_recording(app, state)) as server:
-        state.url = f"{server.url}/mcp"
+    with LoopbackServer(_recording(app, state), lifespan="on") as server:
+        state.url = server.url("/mcp")
         yield state
 
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from gaia_kit_testing.loopback import LoopbackServer
 from gaia_train.mcp_session import RETRY_AFTER, McpSettings, McpToolSession
-from gaia_train.testing import LoopbackServer
 from gaia_train.toolcalls import ToolCall
 from mcp.server import MCPServer
 from mcp.shared.exceptions import MCPError
 
 pytestmark = pytest.mark.anyio
 
-BUSY = -32029  # gaia_kit.contract.BUSY
+BUSY = -32029  # gaia_kit.core.contract.BUSY
 
 
 class Refusals:
@@ -44,8 +44,8 @@ def crowded() -> Iterator[tuple[str, Refusals]]:
         raise MCPError(-32602, "Invalid arguments for broken.")
 
     app = server.streamable_http_app(stateless_http=True, json_response=True)
-    with LoopbackServer(app) as loopback:
-        yield f"{loopback.url}/mcp", refusals
+    with LoopbackServer(app, lifespan="on") as loopback:
+        yield loopback.url("/mcp"), refusals
 
 
 async def call(url: str, name: str, timeout: float, **arguments: object):

@@ -10,9 +10,10 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from gaia_kit_testing.fake_openai import chat_completions_app, tool_call
+from gaia_kit_testing.loopback import LoopbackServer
 from gaia_train import dataset as ds
 from gaia_train.cli import main
-from gaia_train.testing import LoopbackServer, chat_completions_app, tool_call
 
 
 def task(task_id: str, level: int, answer: str, question: str = "What is the code?") -> ds.GaiaTask:
@@ -64,7 +65,7 @@ class Agent:
 def agent_endpoint():
     agent = Agent()
     with LoopbackServer(chat_completions_app(agent)) as server:
-        yield agent, f"{server.url}/v1"
+        yield agent, server.url("/v1")
 
 
 def write_rows(path: Path, tasks: list[ds.GaiaTask]) -> Path:

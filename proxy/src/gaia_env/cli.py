@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gaia_kit.settings import KitSettings
+from gaia_kit.core.settings import KitSettings
 
 from . import logs
 from .app import HttpConfig, create_app, is_loopback
@@ -324,8 +324,8 @@ def _call_remote(
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
-    from gaia_kit.cache import CacheError, open_cache
-    from gaia_kit.http import HttpSettings
+    from gaia_kit.web.cache import CacheError, open_cache
+    from gaia_kit.web.http import HttpSettings
 
     settings = HttpSettings()
     url = "" if args.path else settings.cache_url  # --path names a file: the file it is
@@ -359,8 +359,8 @@ def cmd_cache(args: argparse.Namespace) -> int:
 
 
 def cmd_corpus(args: argparse.Namespace) -> int:
-    from gaia_kit.corpus import Corpus, build, default_index_path
-    from gaia_kit.errors import ToolFailure
+    from gaia_kit.core.errors import ToolFailure
+    from gaia_kit.pages.corpus import Corpus, build, default_index_path
 
     index = args.index or default_index_path()
     try:

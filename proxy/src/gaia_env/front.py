@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import mcp.types as types
-from gaia_kit.calls import Call
+from gaia_kit.core.calls import Call
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings

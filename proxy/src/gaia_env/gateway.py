@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gaia_kit.contract import BUSY, SESSION_ID_KEY, WORKSPACE_KEY
+from gaia_kit.core.contract import BUSY, SESSION_ID_KEY, WORKSPACE_KEY
 from jsonschema import validators
 from jsonschema.exceptions import SchemaError, ValidationError
 

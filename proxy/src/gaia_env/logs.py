@@ -1,6 +1,6 @@
 """Structured logs: one JSON object a line, with the request id, and the servers' stderr relayed in.
 
-Kit servers write JSON records to stderr (gaia_kit.logs); each becomes one gateway record with its
+Kit servers write JSON records to stderr (gaia_kit.core.logs); each becomes one gateway record with its
 own level and the server, session and tool it came from. Anything else a server prints (a
 library's chatter, a traceback at a crash) is grouped by burst into one record, its level read
 from the text, instead of one record per terminal line.
@@ -16,8 +16,8 @@ import logging
 import re
 from typing import Any
 
-from gaia_kit.logs import JsonFormatter as KitJsonFormatter
-from gaia_kit.logs import log_to_stderr
+from gaia_kit.core.logs import JsonFormatter as KitJsonFormatter
+from gaia_kit.core.logs import log_to_stderr
 
 request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id", default=None)
 

@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gaia_kit import quota
+from gaia_kit.core import quota
 
 logger = logging.getLogger("gaia_env.sessions")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from audio_server.server import server
-from gaia_kit.testing import failed, ok
+from gaia_kit_testing import failed, ok
 from test_compat_schemas import compatibility_problems
 
 pytestmark = pytest.mark.anyio

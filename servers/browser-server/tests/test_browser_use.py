@@ -19,8 +19,8 @@ from typing import Any
 import httpx
 import pytest
 from gaia_env.registry import load_registry
-from gaia_kit.fake_openai import LLM_SUFFIXES, FakeOpenAI
-from gaia_kit.loopback import LoopbackServer
+from gaia_kit_testing.fake_openai import LLM_SUFFIXES, FakeOpenAI
+from gaia_kit_testing.loopback import LoopbackServer
 from gateway_harness import RunningGateway, free_port, launch
 from starlette.applications import Starlette
 from starlette.responses import HTMLResponse, Response

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 from documents_csv_server.server import server
-from gaia_kit.testing import failed, ok, run_measured
+from gaia_kit_testing import failed, ok, run_measured
 
 pytestmark = pytest.mark.anyio
 
@@ -196,7 +196,7 @@ async def test_header_only_file(call, env):
 
 async def test_long_reports_are_paged(call, env, monkeypatch):
     monkeypatch.setenv("GAIA_MAX_OUTPUT_CHARS", "1500")
-    from gaia_kit.settings import get_settings
+    from gaia_kit.core.settings import get_settings
 
     get_settings.cache_clear()
     (env.workspace / "sales.csv").write_text(SALES)

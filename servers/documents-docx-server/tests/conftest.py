@@ -1,6 +1,6 @@
 import pytest
 from documents_docx_server.server import server
-from gaia_kit.testing import session_call
+from gaia_kit_testing import session_call
 
 
 @pytest.fixture

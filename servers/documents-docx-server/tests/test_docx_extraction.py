@@ -14,8 +14,8 @@ from docx.opc.packuri import PackURI
 from docx.opc.part import Part
 from docx.oxml import parse_xml
 from docx.oxml.ns import nsdecls
-from gaia_kit.convert import convert_with_libreoffice
-from gaia_kit.testing import failed, ok
+from gaia_kit.documents.convert import convert_with_libreoffice
+from gaia_kit_testing import failed, ok
 from PIL import Image
 
 pytestmark = pytest.mark.anyio

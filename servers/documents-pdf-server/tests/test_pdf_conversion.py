@@ -7,7 +7,7 @@ import anyio
 import pymupdf
 import pytest
 from documents_pdf_server.server import server
-from gaia_kit.testing import failed, ok
+from gaia_kit_testing import failed, ok
 from PIL import Image, ImageDraw, ImageFont
 
 pytestmark = pytest.mark.anyio

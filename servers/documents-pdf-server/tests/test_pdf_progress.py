@@ -2,9 +2,9 @@
 
 import pytest
 from documents_pdf_server.server import server
-from gaia_kit.fake_web import make_pdf
-from gaia_kit.session import SESSION_ID_KEY, WORKSPACE_KEY
-from gaia_kit.testing import ok
+from gaia_kit.core.session import SESSION_ID_KEY, WORKSPACE_KEY
+from gaia_kit_testing import ok
+from gaia_kit_testing.fake_web import make_pdf
 from mcp import Client
 
 pytestmark = pytest.mark.anyio
@@ -20,7 +20,10 @@ async def test_pages_are_progress(kit_env):
     meta = {SESSION_ID_KEY: "s1", WORKSPACE_KEY: str(kit_env.workspace)}
     async with Client(server) as client:
         result = await client.call_tool(
-            "convert_document_to_markdown", {"file_path": "five.pdf"}, progress_callback=on_progress, meta=meta
+            "convert_document_to_markdown",
+            {"file_path": "five.pdf"},
+            progress_callback=on_progress,
+            meta=meta,
         )
     assert "Page number 5" in ok(result)
     # The server polls the worker's pipe: each poll sends the latest page, the last one comes at the end.

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from documents_pptx_server.server import server
-from gaia_kit.convert import convert_with_libreoffice
-from gaia_kit.testing import failed, ok
+from gaia_kit.documents.convert import convert_with_libreoffice
+from gaia_kit_testing import failed, ok
 from PIL import Image
 from pptx import Presentation
 from pptx.chart.data import CategoryChartData

@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 from documents_txt_server.server import server
-from gaia_kit.testing import failed, ok, run_measured
+from gaia_kit_testing import failed, ok, run_measured
 
 pytestmark = pytest.mark.anyio
 
@@ -77,7 +77,7 @@ async def test_encodings_are_detected_or_taken_as_given(call, env):
 
 async def test_paging_and_max_content_length(call, env, monkeypatch):
     monkeypatch.setenv("GAIA_MAX_OUTPUT_CHARS", "1000")
-    from gaia_kit.settings import get_settings
+    from gaia_kit.core.settings import get_settings
 
     get_settings.cache_clear()
     body = "".join(f"{i:04d} words here\n" for i in range(300))  # 16 characters a line, 4800 in all
@@ -108,7 +108,7 @@ async def test_paging_and_max_content_length(call, env, monkeypatch):
 
 async def test_statistics_are_partial_past_the_read_cap(call, env, monkeypatch):
     monkeypatch.setenv("GAIA_MAX_READ_BYTES", str(1 << 20))
-    from gaia_kit.settings import get_settings
+    from gaia_kit.core.settings import get_settings
 
     get_settings.cache_clear()
     (env.workspace / "big.log").write_text("alpha beta\n" * 300_000)  # 3.3 MB

@@ -1,8 +1,8 @@
-"""An MCP session; the loopback web is gaia_kit.testing's fake_web fixture."""
+"""An MCP session; the loopback web is gaia_kit_testing.fixtures' fake_web fixture."""
 
 import pytest
 from download_server.server import server
-from gaia_kit.testing import session_call
+from gaia_kit_testing import session_call
 
 
 @pytest.fixture

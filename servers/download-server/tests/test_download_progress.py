@@ -2,8 +2,8 @@
 
 import pytest
 from download_server.server import server
-from gaia_kit.session import SESSION_ID_KEY, WORKSPACE_KEY
-from gaia_kit.testing import ok
+from gaia_kit.core.session import SESSION_ID_KEY, WORKSPACE_KEY
+from gaia_kit_testing import ok
 from mcp import Client
 
 pytestmark = pytest.mark.anyio

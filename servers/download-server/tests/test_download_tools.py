@@ -3,9 +3,9 @@
 import json
 
 import pytest
-from gaia_kit import http as kit_http
-from gaia_kit.fake_web import PDF, PNG, REFUSED_HOSTS
-from gaia_kit.testing import failed, ok
+from gaia_kit.web import http as kit_http
+from gaia_kit_testing import failed, ok
+from gaia_kit_testing.fake_web import PDF, PNG, REFUSED_HOSTS
 
 pytestmark = pytest.mark.anyio
 

@@ -2,7 +2,7 @@
 
 import pytest
 from download_server.sniff import same_kind, sniff_type
-from gaia_kit.fake_web import PDF, PNG
+from gaia_kit_testing.fake_web import PDF, PNG
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import zipfile
 
 import anyio
 import pytest
-from gaia_kit.testing import failed, ok
+from gaia_kit_testing import failed, ok
 from openpyxl import Workbook, load_workbook
 
 pytestmark = pytest.mark.anyio

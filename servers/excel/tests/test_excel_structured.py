@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from gaia_kit.testing import ok
+from gaia_kit_testing import ok
 
 pytestmark = pytest.mark.anyio
 

@@ -5,7 +5,7 @@ import secrets
 
 import pytest
 from excel_server.server import server
-from gaia_kit.testing import failed, ok
+from gaia_kit_testing import failed, ok
 from openpyxl import Workbook, load_workbook
 from openpyxl.worksheet.datavalidation import DataValidation
 
@@ -479,7 +479,7 @@ async def test_xlsm_keeps_its_macros(call, env):
 
 
 async def test_xls_inputs_are_read_through_libreoffice(call, env, tmp_path):
-    from gaia_kit.convert import convert_with_libreoffice
+    from gaia_kit.documents.convert import convert_with_libreoffice
 
     source = tmp_path / "legacy.xlsx"
     book = Workbook()

@@ -1,7 +1,7 @@
 """Listings, searches and file info carry their facts as structuredContent beside the unchanged text."""
 
 import pytest
-from gaia_kit.testing import ok
+from gaia_kit_testing import ok
 
 pytestmark = pytest.mark.anyio
 

@@ -8,7 +8,7 @@ import zlib
 
 import pytest
 from filesystem_server.server import server
-from gaia_kit.testing import failed, ok
+from gaia_kit_testing import failed, ok
 
 pytestmark = pytest.mark.anyio
 
@@ -95,7 +95,7 @@ async def test_tail_of_crlf_and_non_utf8(call, env):
 
 async def test_long_file_is_paged(call, env, monkeypatch):
     monkeypatch.setenv("GAIA_MAX_OUTPUT_CHARS", "1000")
-    from gaia_kit.settings import get_settings
+    from gaia_kit.core.settings import get_settings
 
     get_settings.cache_clear()
     body = "".join(f"{i:05d}\n" for i in range(1000))  # 6000 characters
@@ -174,7 +174,7 @@ async def test_read_media_file(call, env):
 
 async def test_read_media_file_size_cap(call, env, monkeypatch):
     monkeypatch.setenv("GAIA_MAX_READ_BYTES", "1000")
-    from gaia_kit.settings import get_settings
+    from gaia_kit.core.settings import get_settings
 
     get_settings.cache_clear()
     (env.workspace / "big.png").write_bytes(png_bytes() + b"\x00" * 5000)
@@ -195,7 +195,7 @@ async def test_read_multiple_files_reports_failures_per_file(call, env):
 
 async def test_read_multiple_files_shares_the_cap(call, env, monkeypatch):
     monkeypatch.setenv("GAIA_MAX_OUTPUT_CHARS", "2000")
-    from gaia_kit.settings import get_settings
+    from gaia_kit.core.settings import get_settings
 
     get_settings.cache_clear()
     (env.workspace / "x.txt").write_text("x" * 5000)

@@ -1,9 +1,9 @@
-"""Loopback search APIs (gaia_kit.fake_search), a loopback web (gaia_kit.fake_web), an MCP session."""
+"""Loopback search APIs (gaia_kit_testing.fake_search), a loopback web (gaia_kit_testing.fake_web), an MCP session."""
 
 import pytest
-from gaia_kit.fake_search import FakePage, FakeSearch
-from gaia_kit.fake_web import FakeWeb
-from gaia_kit.testing import session_call
+from gaia_kit_testing import session_call
+from gaia_kit_testing.fake_search import FakePage, FakeSearch
+from gaia_kit_testing.fake_web import FakeWeb
 from google_search.server import server
 
 VARIABLES = ("SEARCH_BACKEND", "GOOGLE_API_KEY", "GOOGLE_CSE_ID", "SEARXNG_URL", "GAIA_CORPUS_PATH",

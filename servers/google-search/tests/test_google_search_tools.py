@@ -1,10 +1,10 @@
 """google-search: search and read_webpage against the loopback web, replay, and the offline index."""
 
 import pytest
-from gaia_kit import http as kit_http
-from gaia_kit.corpus import build
-from gaia_kit.fake_search import write_zim
-from gaia_kit.testing import failed, ok
+from gaia_kit.pages.corpus import build
+from gaia_kit.web import http as kit_http
+from gaia_kit_testing import failed, ok
+from gaia_kit_testing.fake_search import write_zim
 from google_search.server import check
 
 pytestmark = pytest.mark.anyio

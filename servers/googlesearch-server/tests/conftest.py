@@ -1,8 +1,8 @@
-"""Loopback Google Custom Search and SearXNG (gaia_kit.fake_search) and an MCP session."""
+"""Loopback Google Custom Search and SearXNG (gaia_kit_testing.fake_search) and an MCP session."""
 
 import pytest
-from gaia_kit.fake_search import FakePage, FakeSearch
-from gaia_kit.testing import session_call
+from gaia_kit_testing import session_call
+from gaia_kit_testing.fake_search import FakePage, FakeSearch
 from googlesearch_server.server import server
 
 PAGES = [

@@ -3,9 +3,9 @@
 import json
 
 import pytest
-from gaia_kit import http as kit_http
-from gaia_kit.corpus import build
-from gaia_kit.testing import failed, ok
+from gaia_kit.pages.corpus import build
+from gaia_kit.web import http as kit_http
+from gaia_kit_testing import failed, ok
 from googlesearch_server.server import check
 
 pytestmark = pytest.mark.anyio

@@ -1,6 +1,6 @@
 import pytest
-from gaia_kit.fake_openai import llm_fixtures
-from gaia_kit.testing import session_call
+from gaia_kit_testing import session_call
+from gaia_kit_testing.fake_openai import llm_fixtures
 from image_server.server import server
 
 no_llm, fake = llm_fixtures("IMAGE", model="fake-vision", api_key="sk-image-secret")

@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
-from gaia_kit.testing import failed, ok
+from gaia_kit_testing import failed, ok
 from image_server.server import server
 from PIL import Image
 from test_compat_schemas import compatibility_problems

@@ -1,7 +1,7 @@
 """generate_python_code against a loopback OpenAI-compatible fake, with the code run in the sandbox."""
 
 import pytest
-from gaia_kit.testing import failed, ok
+from gaia_kit_testing import failed, ok
 from intelligence_code_server.server import server
 from test_compat_schemas import REFERENCE, compatibility_problems
 

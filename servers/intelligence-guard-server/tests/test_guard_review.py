@@ -1,7 +1,7 @@
 """guarding_reasoning_process and get_guarding_capabilities against a loopback OpenAI-compatible fake."""
 
 import pytest
-from gaia_kit.testing import failed, ok
+from gaia_kit_testing import failed, ok
 from intelligence_guard_server.server import server
 from test_compat_schemas import REFERENCE, compatibility_problems
 

@@ -1,7 +1,7 @@
 """complex_problem_reasoning and get_reasoning_capabilities against a loopback OpenAI-compatible fake."""
 
 import pytest
-from gaia_kit.testing import failed, ok
+from gaia_kit_testing import failed, ok
 from intelligence_think_server.server import server
 from test_compat_schemas import REFERENCE, compatibility_problems
 
@@ -37,7 +37,7 @@ async def test_question_goes_to_the_configured_model(fake, call):
 
 
 async def test_the_shared_variables_serve_when_think_ones_are_unset(no_llm, call):
-    from gaia_kit.fake_openai import FakeOpenAI
+    from gaia_kit_testing.fake_openai import FakeOpenAI
 
     with FakeOpenAI(model="shared", api_key="sk-shared") as shared:
         for name, value in shared.env("MCP").items():

@@ -1,4 +1,4 @@
-"""gaia_kit.cache on its own: keys, TTL, stats, export/import, clear, two processes on one cache;
+"""gaia_kit.web.cache on its own: keys, TTL, stats, export/import, clear, two processes on one cache;
 each behaviour on both backends, the SQLite file and a real redis-server."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import time
 
 import httpx
 import pytest
-from gaia_kit.cache import (
+from gaia_kit.web.cache import (
     CachedResponse,
     CacheError,
     RedisCache,
@@ -104,7 +104,7 @@ def test_two_processes_share_one_cache(backend, tmp_path, request):
     writer = textwrap.dedent(
         f"""
         import time
-        from gaia_kit.cache import CachedResponse, open_cache
+        from gaia_kit.web.cache import CachedResponse, open_cache
         cache = open_cache({url!r}, {str(path)!r})
         for n in range(200):
             cache.put(f"child{{n}}", CachedResponse("GET", f"https://c.org/{{n}}", 200, {{}}, b"c", "", time.time()))

@@ -9,12 +9,12 @@ import anyio
 import psutil
 import pytest
 from gaia_kit import KitServer
-from gaia_kit.calls import Call, current_call, enter, leave, replay_allowed
-from gaia_kit.hints import hints
-from gaia_kit.http import forget_shared_http, shared_http
-from gaia_kit.process import run_in_group
-from gaia_kit.results import with_data
-from gaia_kit.testing import failed, ok
+from gaia_kit.core.calls import Call, current_call, enter, leave, replay_allowed
+from gaia_kit.core.hints import hints
+from gaia_kit.core.results import with_data
+from gaia_kit.execution.process import run_in_group
+from gaia_kit.web.http import forget_shared_http, shared_http
+from gaia_kit_testing import failed, ok
 from mcp import Client
 from mcp_types import CallToolResult
 from pydantic import BaseModel

@@ -2,8 +2,8 @@ import os
 import stat
 
 import pytest
-from gaia_kit.chromium import chromium_args, chromium_path, headless, launch_options
-from gaia_kit.errors import ToolFailure
+from gaia_kit.core.errors import ToolFailure
+from gaia_kit.web.chromium import chromium_args, chromium_path, headless, launch_options
 
 
 def test_configured_path_wins(tmp_path, monkeypatch):

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import docx
 import pytest
-from gaia_kit import ToolFailure, convert
-from gaia_kit.convert import convert_with_libreoffice
+from gaia_kit import ToolFailure
+from gaia_kit.documents import convert
+from gaia_kit.documents.convert import convert_with_libreoffice
 
 
 def make_docx(path: Path, text: str) -> Path:

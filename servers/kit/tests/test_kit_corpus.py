@@ -1,4 +1,4 @@
-"""gaia_kit.corpus: the offline index built from a folder of documents and from a ZIM, searched and read."""
+"""gaia_kit.pages.corpus: the offline index built from a folder of documents and from a ZIM, searched and read."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import sqlite3
 import pymupdf
 import pytest
 from gaia_kit import ToolFailure
-from gaia_kit.corpus import Corpus, build, configured_corpus, query_terms
-from gaia_kit.fake_search import write_zim
+from gaia_kit.pages.corpus import Corpus, build, configured_corpus, query_terms
+from gaia_kit_testing.fake_search import write_zim
 
 ARTICLES = {
     "Python (programming language)": (
@@ -129,7 +129,7 @@ def test_bad_sources_and_indexes_say_what_to_do(tmp_path, monkeypatch):
 
 
 def test_a_query_broader_than_the_rank_cap_puts_title_matches_first(tmp_path, monkeypatch):
-    from gaia_kit import corpus as corpus_module
+    from gaia_kit.pages import corpus as corpus_module
 
     (tmp_path / "many").mkdir()
     for n in range(8):

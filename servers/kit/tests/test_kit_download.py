@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from gaia_kit import ToolFailure
-from gaia_kit.fake_web import FakeWeb
-from gaia_kit.http import HttpClient, HttpFailure, HttpSettings, TooLarge
+from gaia_kit.web.http import HttpClient, HttpFailure, HttpSettings, TooLarge
+from gaia_kit_testing.fake_web import FakeWeb
 
 pytestmark = pytest.mark.anyio
 

@@ -1,7 +1,7 @@
 import pymupdf
 import pytest
 from gaia_kit import ToolFailure
-from gaia_kit.extract import document_text, html_to_markdown, pdf_to_text, visible_text
+from gaia_kit.pages.extract import document_text, html_to_markdown, pdf_to_text, visible_text
 
 SENTENCE = "The quick survey of lighthouse keepers found forty two of them still at work. "
 ARTICLE = f"""<html><head><title>Keepers &amp; Lights</title><script>var x = 1;</script></head>

@@ -1,4 +1,4 @@
-"""gaia_kit.http against a loopback fake: retries, timeouts, size cap, SSRF guard, per-host limit, cache."""
+"""gaia_kit.web.http against a loopback fake: retries, timeouts, size cap, SSRF guard, per-host limit, cache."""
 
 from __future__ import annotations
 
@@ -13,15 +13,16 @@ from collections import defaultdict, deque
 from pathlib import Path
 
 import anyio
-import gaia_kit.ssrf
+import gaia_kit.web.ssrf
 import httpx
 import pytest
 import uvicorn
 from gaia_kit import ToolFailure
-from gaia_kit.calls import Call, enter, leave
-from gaia_kit.hints import hints
-from gaia_kit.http import HttpClient, HttpFailure, HttpSettings, _retry_after, shared_http
-from gaia_kit.ssrf import AllowList, check_literal, literal_ip, resolve_checked
+from gaia_kit.core.calls import Call, enter, leave
+from gaia_kit.core.hints import hints
+from gaia_kit.core.retry import retry_after_s, retry_wait
+from gaia_kit.web.http import HttpClient, HttpFailure, HttpSettings, shared_http
+from gaia_kit.web.ssrf import AllowList, check_literal, literal_ip, resolve_checked
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -152,10 +153,22 @@ async def test_a_retry_after_beyond_the_bound_fails_at_once(site, tmp_path):
 def test_retry_after_reads_seconds_and_http_dates():
     soon = email.utils.formatdate(time.time() + 30, usegmt=True)
     past = email.utils.formatdate(time.time() - 30, usegmt=True)
-    assert _retry_after(httpx.Headers({"Retry-After": "7"})) == 7
-    assert 25 < _retry_after(httpx.Headers({"Retry-After": soon})) <= 30
-    assert _retry_after(httpx.Headers({"Retry-After": past})) == 0
-    assert _retry_after(httpx.Headers({"Retry-After": "soon"})) is None
+    assert retry_after_s(httpx.Headers({"Retry-After": "7"})) == 7
+    assert 25 < retry_after_s(httpx.Headers({"Retry-After": soon})) <= 30
+    assert retry_after_s(httpx.Headers({"Retry-After": past})) == 0
+    assert retry_after_s(httpx.Headers({"Retry-After": "soon"})) is None
+    assert retry_after_s(httpx.Headers()) is None
+
+
+def test_a_wait_is_the_servers_retry_after_else_capped_backoff_with_jitter():
+    assert retry_wait(3, httpx.Headers({"Retry-After": "7"}), base_s=0.5) == retry_wait(
+        1, {"retry-after": "7"}, 9
+    )
+    assert retry_wait(1, {"retry-after": "7"}, base_s=0.5).asked
+    waits = [retry_wait(attempt, None, base_s=1.0, cap_s=3.0) for attempt in (1, 2, 3, 4)]
+    assert not any(wait.asked for wait in waits)
+    assert 0.5 <= waits[0].seconds <= 1.0 and 1.0 <= waits[1].seconds <= 2.0
+    assert all(1.5 <= wait.seconds <= 3.0 for wait in waits[2:])  # 4 and 8 s capped at 3, then jitter
 
 
 async def test_503_then_200_succeeds_and_persistent_5xx_fails_with_the_status(site, tmp_path):
@@ -295,7 +308,7 @@ async def test_an_unknown_name_is_explained(monkeypatch):
     async def nxdomain(host: str, port: int):
         raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
 
-    monkeypatch.setattr(gaia_kit.ssrf, "_resolve", nxdomain)  # no query leaves the machine
+    monkeypatch.setattr(gaia_kit.web.ssrf, "_resolve", nxdomain)  # no query leaves the machine
     with pytest.raises(ToolFailure, match="Cannot resolve the host no-such-host.example"):
         await resolve_checked("no-such-host.example", 80, AllowList(""))
 
@@ -318,7 +331,7 @@ async def test_the_name_is_resolved_once_and_the_checked_address_is_connected(si
         calls.append(host)
         return [ipaddress.ip_address(a) for a in answers[min(len(calls), 2) - 1]]
 
-    monkeypatch.setattr(gaia_kit.ssrf, "_resolve", rebinding)
+    monkeypatch.setattr(gaia_kit.web.ssrf, "_resolve", rebinding)
     url = f"http://rebind.test:{site.port}/echo"  # .test never resolves: only our resolver answers
     async with HttpClient(settings(tmp_path)) as http:
         assert (await http.get(url)).json()["headers"]["host"] == f"rebind.test:{site.port}"

@@ -1,4 +1,4 @@
-"""gaia_kit.llm against the loopback OpenAI-compatible fake: settings, retries, errors, secrecy."""
+"""gaia_kit.models.llm against the loopback OpenAI-compatible fake: settings, retries, errors, secrecy."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import logging
 
 import pytest
 from gaia_kit import ToolFailure
-from gaia_kit.fake_openai import LLM_SUFFIXES, FakeOpenAI
-from gaia_kit.llm import chat, conversation, llm_config, llm_status, model_line
+from gaia_kit.models.llm import chat, conversation, llm_config, llm_status, model_line
+from gaia_kit_testing.fake_openai import LLM_SUFFIXES, FakeOpenAI
 
 pytestmark = pytest.mark.anyio
 
@@ -25,7 +25,7 @@ def clean_env(monkeypatch):
 
 @pytest.fixture
 def fake(clean_env):
-    clean_env.setattr("gaia_kit.llm.BACKOFF_BASE_S", 0.01)
+    clean_env.setattr("gaia_kit.models.llm.BACKOFF_BASE_S", 0.01)
     with FakeOpenAI(model="fake-coder", api_key=KEY) as server:
         yield server
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 from gaia_kit import KitServer
-from gaia_kit.contract import BUSY, RETRY_AFTER, SESSION_ID_KEY, WORKSPACE_KEY
-from gaia_kit.errors import Busy, describe_exception
-from gaia_kit.logs import JsonFormatter, log_to_stderr
-from gaia_kit.settings import get_settings
+from gaia_kit.core.contract import BUSY, RETRY_AFTER, SESSION_ID_KEY, WORKSPACE_KEY
+from gaia_kit.core.errors import Busy, describe_exception
+from gaia_kit.core.logs import JsonFormatter, log_to_stderr
+from gaia_kit.core.settings import get_settings
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 

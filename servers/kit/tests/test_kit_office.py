@@ -1,4 +1,4 @@
-"""gaia_kit.office and gaia_kit.markdown: telling files apart, opening packages, images, tables."""
+"""gaia_kit.documents.office and gaia_kit.documents.markdown: telling files apart, opening packages, images, tables."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import docx
 import pytest
 from gaia_kit import PathGuard, ToolFailure
-from gaia_kit.markdown import markdown_table
-from gaia_kit.office import ImageFolder, describe_bytes, open_package, readable_copy
+from gaia_kit.documents.markdown import markdown_table
+from gaia_kit.documents.office import ImageFolder, describe_bytes, open_package, readable_copy
 
 
 @pytest.mark.parametrize(

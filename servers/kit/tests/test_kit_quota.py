@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from gaia_kit import ToolFailure, atomic_write
-from gaia_kit.quota import QUOTA_DIR, Quota, copy_into, measure, place, staged
-from gaia_kit.sandbox import Limits, get_sandbox_settings, run_sandboxed
-from gaia_kit.settings import get_settings
+from gaia_kit.core.quota import QUOTA_DIR, Quota, copy_into, measure, place, staged
+from gaia_kit.core.settings import get_settings
+from gaia_kit.execution.sandbox import Limits, get_sandbox_settings, run_sandboxed
 
 MB = 1024 * 1024
 QUICK = Limits(wall_s=20, cpu_s=15, memory_mb=1024, processes=64)

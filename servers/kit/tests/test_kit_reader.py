@@ -1,11 +1,11 @@
-"""gaia_kit.reader against the loopback web: local extraction, Jina and Tavily, fallbacks, failures."""
+"""gaia_kit.pages.reader against the loopback web: local extraction, Jina and Tavily, fallbacks, failures."""
 
 from __future__ import annotations
 
 import pytest
 from gaia_kit import ToolFailure
-from gaia_kit.fake_web import JINA_KEY, TAVILY_KEY
-from gaia_kit.reader import read_page, reader_backend
+from gaia_kit.pages.reader import read_page, reader_backend
+from gaia_kit_testing.fake_web import JINA_KEY, TAVILY_KEY
 
 pytestmark = pytest.mark.anyio
 

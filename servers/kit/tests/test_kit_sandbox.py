@@ -4,7 +4,7 @@ import os
 from pathlib import Path
 
 import pytest
-from gaia_kit.sandbox import Limits, get_sandbox_settings, run_sandboxed, sandbox_status
+from gaia_kit.execution.sandbox import Limits, get_sandbox_settings, run_sandboxed, sandbox_status
 
 pytestmark = pytest.mark.anyio
 
@@ -138,7 +138,7 @@ async def test_fork_bomb_hits_the_process_limit_and_leaves_nothing(ws):
     assert 0 < forked < 32, result.describe()
     if os.geteuid() == 0:  # the sandbox ran as the workspace's own uid: none of its processes survive
         import psutil
-        from gaia_kit.sandbox import _sandbox_uid
+        from gaia_kit.execution.sandbox import _sandbox_uid
 
         uid = _sandbox_uid(Path(os.path.realpath(ws)))
         assert [
@@ -147,7 +147,7 @@ async def test_fork_bomb_hits_the_process_limit_and_leaves_nothing(ws):
 
 
 async def test_missing_bubblewrap_refuses_and_says_what_to_do(ws, monkeypatch, tmp_path):
-    from gaia_kit.sandbox import SandboxUnavailable, _bubblewrap_problem
+    from gaia_kit.execution.sandbox import SandboxUnavailable, _bubblewrap_problem
 
     bin_dir = tmp_path / "bin-without-bwrap"
     bin_dir.mkdir()

@@ -1,12 +1,12 @@
-"""gaia_kit.search: backend choice, Google Custom Search paging and errors, SearXNG, the offline index."""
+"""gaia_kit.pages.search: backend choice, Google Custom Search paging and errors, SearXNG, the offline index."""
 
 from __future__ import annotations
 
 import pytest
 from gaia_kit import ToolFailure
-from gaia_kit.corpus import build
-from gaia_kit.fake_search import FakePage, FakeSearch
-from gaia_kit.search import describe_backend, render, search_backend, web_search
+from gaia_kit.pages.corpus import build
+from gaia_kit.pages.search import describe_backend, render, search_backend, web_search
+from gaia_kit_testing.fake_search import FakePage, FakeSearch
 
 pytestmark = pytest.mark.anyio
 

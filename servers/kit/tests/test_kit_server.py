@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from gaia_kit import KitServer, ToolFailure, page, session_of
-from gaia_kit.settings import get_settings
+from gaia_kit.core.settings import get_settings
 from mcp import Client
 from mcp.server.mcpserver import Context
 

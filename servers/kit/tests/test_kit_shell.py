@@ -1,8 +1,8 @@
-"""gaia_kit.shell: the policy and the timeout bound come before the sandbox runs anything."""
+"""gaia_kit.execution.shell: the policy and the timeout bound come before the sandbox runs anything."""
 
 import pytest
 from gaia_kit import ToolFailure
-from gaia_kit.shell import run_command
+from gaia_kit.execution.shell import run_command
 
 pytestmark = pytest.mark.anyio
 

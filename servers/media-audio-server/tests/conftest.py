@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 import uvicorn
-from gaia_kit.testing import session_call
+from gaia_kit_testing import session_call
 from media_audio_server.server import server
 from starlette.applications import Starlette
 from starlette.requests import Request

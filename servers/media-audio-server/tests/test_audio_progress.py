@@ -4,8 +4,8 @@ import subprocess
 
 import anyio
 import pytest
-from gaia_kit.session import SESSION_ID_KEY, WORKSPACE_KEY
-from gaia_kit.testing import ok
+from gaia_kit.core.session import SESSION_ID_KEY, WORKSPACE_KEY
+from gaia_kit_testing import ok
 from mcp import Client
 from media_audio_server import media, transcribe
 from media_audio_server.server import server

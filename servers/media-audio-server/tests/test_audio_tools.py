@@ -8,7 +8,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from gaia_kit.testing import failed, ok
+from gaia_kit_testing import failed, ok
 from media_audio_server.server import server
 from test_compat_schemas import compatibility_problems
 

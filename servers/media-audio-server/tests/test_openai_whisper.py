@@ -10,7 +10,7 @@ import re
 import shutil
 
 import pytest
-from gaia_kit.testing import failed, ok
+from gaia_kit_testing import failed, ok
 from media_audio_server import transcribe
 
 pytestmark = pytest.mark.anyio

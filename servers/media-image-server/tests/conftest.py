@@ -4,8 +4,8 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 
 import pytest
-from gaia_kit.fake_openai import llm_fixtures
-from gaia_kit.testing import session_call
+from gaia_kit_testing import session_call
+from gaia_kit_testing.fake_openai import llm_fixtures
 from media_image_server.server import server
 
 no_llm, fake = llm_fixtures("IMAGE", model="fake-vision", api_key="sk-image-secret")

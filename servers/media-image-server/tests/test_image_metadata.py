@@ -4,7 +4,7 @@ import struct
 import zlib
 
 import pytest
-from gaia_kit.testing import failed, ok
+from gaia_kit_testing import failed, ok
 from PIL import ExifTags, Image
 
 pytestmark = pytest.mark.anyio

@@ -1,7 +1,7 @@
 """extract_text_ocr through the MCP protocol, on text drawn with Pillow by the test."""
 
 import pytest
-from gaia_kit.testing import failed, ok
+from gaia_kit_testing import failed, ok
 from PIL import Image, ImageDraw, ImageFont
 
 pytestmark = pytest.mark.anyio

@@ -1,7 +1,7 @@
 """analyze_image_ai against the loopback OpenAI-compatible fake, which checks the request."""
 
 import pytest
-from gaia_kit.testing import failed, ok, sent_content
+from gaia_kit_testing import failed, ok, sent_content
 from PIL import Image
 
 pytestmark = pytest.mark.anyio

@@ -3,9 +3,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from gaia_kit.fake_openai import llm_fixtures
-from gaia_kit.loopback import LoopbackServer
-from gaia_kit.testing import session_call
+from gaia_kit_testing import session_call
+from gaia_kit_testing.fake_openai import llm_fixtures
+from gaia_kit_testing.loopback import LoopbackServer
 from media_video_server.server import server
 from starlette.applications import Starlette
 from starlette.routing import Mount

@@ -5,7 +5,7 @@ import json
 import re
 
 import pytest
-from gaia_kit.testing import SPOKEN_SENTENCE, failed, ok, sent_content
+from gaia_kit_testing import SPOKEN_SENTENCE, failed, ok, sent_content
 from media_video_server import ask
 
 pytestmark = pytest.mark.anyio

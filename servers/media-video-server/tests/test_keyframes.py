@@ -6,7 +6,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from gaia_kit.testing import failed, ok
+from gaia_kit_testing import failed, ok
 from media_video_server import video
 from media_video_server.server import server
 from PIL import Image

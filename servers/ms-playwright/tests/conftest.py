@@ -7,8 +7,8 @@ import itertools
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-from gaia_kit.loopback import LoopbackServer
-from gaia_kit.testing import session_call
+from gaia_kit_testing import session_call
+from gaia_kit_testing.loopback import LoopbackServer
 from ms_playwright.browser import host
 from ms_playwright.server import server
 from ms_playwright.settings import get_playwright_settings

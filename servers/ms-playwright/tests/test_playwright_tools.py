@@ -8,8 +8,8 @@ import json
 import re
 
 import pytest
-from gaia_kit.server import SessionEndedParams
-from gaia_kit.testing import failed, ok, session_call
+from gaia_kit.core.server import SessionEndedParams
+from gaia_kit_testing import failed, ok, session_call
 from ms_playwright.browser import host
 from ms_playwright.server import server
 from ms_playwright.settings import get_playwright_settings

@@ -5,8 +5,8 @@ from xml.sax.saxutils import escape
 
 import pymupdf
 import pytest
-from gaia_kit.loopback import LoopbackServer, RateLimited
-from gaia_kit.testing import session_call
+from gaia_kit_testing import session_call
+from gaia_kit_testing.loopback import LoopbackServer, RateLimited
 from parxiv_server.server import server
 from starlette.applications import Starlette
 from starlette.requests import Request

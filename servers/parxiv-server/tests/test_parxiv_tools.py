@@ -4,8 +4,8 @@ import json
 
 import pymupdf
 import pytest
-from gaia_kit import http as kit_http
-from gaia_kit.testing import failed, ok
+from gaia_kit.web import http as kit_http
+from gaia_kit_testing import failed, ok
 from parxiv_server.server import server
 from test_compat_schemas import REFERENCE, compatibility_problems
 

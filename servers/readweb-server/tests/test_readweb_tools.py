@@ -1,9 +1,9 @@
 """read_url over MCP against the loopback web: pages, PDFs, paging, backends, every failure a sentence."""
 
 import pytest
-from gaia_kit import http as kit_http
-from gaia_kit.fake_web import JINA_KEY, REFUSED_HOSTS, TAVILY_KEY
-from gaia_kit.testing import failed, ok
+from gaia_kit.web import http as kit_http
+from gaia_kit_testing import failed, ok
+from gaia_kit_testing.fake_web import JINA_KEY, REFUSED_HOSTS, TAVILY_KEY
 
 pytestmark = pytest.mark.anyio
 

@@ -1,7 +1,7 @@
 """terminal-controller through the MCP protocol: cwd and files stay in the session's workspace."""
 
 import pytest
-from gaia_kit.testing import failed, ok, session_call
+from gaia_kit_testing import failed, ok, session_call
 from terminal_controller.server import server
 from test_compat_schemas import REFERENCE, compatibility_problems
 

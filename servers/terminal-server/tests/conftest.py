@@ -1,5 +1,5 @@
 import pytest
-from gaia_kit.testing import session_call
+from gaia_kit_testing import session_call
 from terminal_server.server import server
 
 

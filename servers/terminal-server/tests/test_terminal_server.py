@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from gaia_kit.testing import failed, ok, session_call
+from gaia_kit_testing import failed, ok, session_call
 from terminal_server.server import histories, server
 from test_compat_schemas import REFERENCE, compatibility_problems
 

@@ -6,9 +6,9 @@ import hashlib
 import re
 
 import pytest
-from gaia_kit.fake_web import PDF
-from gaia_kit.loopback import LoopbackServer, RateLimited
-from gaia_kit.testing import session_call
+from gaia_kit_testing import session_call
+from gaia_kit_testing.fake_web import PDF
+from gaia_kit_testing.loopback import LoopbackServer, RateLimited
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response

@@ -3,8 +3,8 @@
 import json
 
 import pytest
-from gaia_kit import http as kit_http
-from gaia_kit.testing import failed, ok
+from gaia_kit.web import http as kit_http
+from gaia_kit_testing import failed, ok
 
 pytestmark = pytest.mark.anyio
 

@@ -1,8 +1,8 @@
 """A loopback MediaWiki action API (formatversion=2 JSON, as Wikipedia answers) and an MCP session."""
 
 import pytest
-from gaia_kit.loopback import LoopbackServer, RateLimited
-from gaia_kit.testing import session_call
+from gaia_kit_testing import session_call
+from gaia_kit_testing.loopback import LoopbackServer, RateLimited
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse

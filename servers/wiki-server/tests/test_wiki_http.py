@@ -1,8 +1,8 @@
 """wiki-server's outbound HTTP: retries on 429, a wrong endpoint, record/replay, the SSRF guard."""
 
 import pytest
-from gaia_kit import http as kit_http
-from gaia_kit.testing import failed, ok
+from gaia_kit.web import http as kit_http
+from gaia_kit_testing import failed, ok
 
 pytestmark = pytest.mark.anyio
 

@@ -3,9 +3,9 @@
 import json
 
 import pytest
-from gaia_kit.corpus import build
-from gaia_kit.fake_search import write_zim
-from gaia_kit.testing import failed, ok, text
+from gaia_kit.pages.corpus import build
+from gaia_kit_testing import failed, ok, text
+from gaia_kit_testing.fake_search import write_zim
 from wiki_server.server import check
 
 pytestmark = pytest.mark.anyio

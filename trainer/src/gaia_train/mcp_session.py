@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MCP_URL = "http://127.0.0.1:8080/mcp"
 RETRY_AFTER = "retryAfter"
-"""Key of a busy error's data in gaia-env's wire contract (gaia_kit.contract; the trainer runs without the kit)."""
+"""Key of a busy error's data in gaia-env's wire contract (gaia_kit.core.contract; the trainer runs without the kit)."""
 MAX_BACKOFF_S = 30.0
 
 

@@ -7,8 +7,8 @@ only the interface agents trained on this server id expect.
 
 from typing import Annotated
 
-from gaia_kit import KitServer, run, session_of
-from gaia_kit.hints import hints
+from gaia_kit import KitServer, serve, session_of
+from gaia_kit.core.hints import hints
 from mcp.server.mcpserver import Context
 from media_audio_server import report, transcribe
 from pydantic import Field
@@ -34,4 +34,4 @@ async def mcp_transcribe_audio(
 
 
 def main() -> None:
-    run(server, check=transcribe.status)
+    serve(server, check=transcribe.status)

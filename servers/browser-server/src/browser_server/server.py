@@ -24,13 +24,13 @@ from typing import Annotated, Any, Literal
 
 import anyio
 import psutil
-from gaia_kit import KitServer, Session, ToolFailure, run, session_of, stdout_to_stderr
-from gaia_kit.calls import current_call
-from gaia_kit.chromium import chromium_args, chromium_path, headless
-from gaia_kit.hints import hints
-from gaia_kit.llm import LLMConfig, configured, llm_status, model_line
-from gaia_kit.paths import free_path
-from gaia_kit.quota import QuotaExceeded, place, scratch
+from gaia_kit import KitServer, Session, ToolFailure, serve, session_of, stdout_to_stderr
+from gaia_kit.core.calls import current_call
+from gaia_kit.core.hints import hints
+from gaia_kit.core.paths import free_path
+from gaia_kit.core.quota import QuotaExceeded, place, scratch
+from gaia_kit.models.llm import LLMConfig, configured, llm_status, model_line
+from gaia_kit.web.chromium import chromium_args, chromium_path, headless
 from mcp.server.mcpserver import Context
 from pydantic import Field, PositiveFloat, PositiveInt, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -395,4 +395,4 @@ def check() -> dict[str, Any]:
 
 
 def main() -> None:
-    run(server, check=check)
+    serve(server, check=check)

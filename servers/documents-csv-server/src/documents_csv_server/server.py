@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from gaia_kit import KitServer, PathGuard, ToolFailure, page, run, session_of
-from gaia_kit.args import MaxLength, OutputFormat
-from gaia_kit.hints import hints
-from gaia_kit.results import with_data
+from gaia_kit import KitServer, PathGuard, ToolFailure, page, serve, session_of
+from gaia_kit.core.args import MaxLength, OutputFormat
+from gaia_kit.core.hints import hints
+from gaia_kit.core.results import with_data
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 from pydantic import Field
@@ -173,4 +173,4 @@ def list_supported_formats() -> str:
 
 
 def main() -> None:
-    run(server)
+    serve(server)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gaia_kit import ToolFailure
-from gaia_kit.text import sniff_encoding
+from gaia_kit.documents.text import sniff_encoding
 
 SAMPLE_BYTES = 64 * 1024
 DELIMITERS = ",;\t|"

@@ -20,7 +20,7 @@ from docx.text.hyperlink import Hyperlink
 from docx.text.paragraph import Paragraph
 from docx.text.run import Run
 from gaia_kit import PathGuard
-from gaia_kit.office import ImageFolder, core_properties, open_package
+from gaia_kit.documents.office import ImageFolder, core_properties, open_package
 from lxml import etree
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"

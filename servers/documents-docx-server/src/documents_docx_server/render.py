@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from gaia_kit.markdown import markdown_table
+from gaia_kit.documents.markdown import markdown_table
 
 from .reading import Block, Extraction
 

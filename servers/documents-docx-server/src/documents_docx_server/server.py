@@ -1,16 +1,16 @@
 """documents-docx-server: the content of a Word document, in reading order.
 
 DOCX is read with python-docx; a legacy .doc is first converted to DOCX by headless LibreOffice
-in a subprocess with a deadline (gaia_kit.convert). Images are saved into the session workspace.
+in a subprocess with a deadline (gaia_kit.documents.convert). Images are saved into the session workspace.
 """
 
 from typing import Annotated
 
-from gaia_kit import KitServer, page, run, session_of
-from gaia_kit.args import MaxLength, OutputFormat, StartIndex
-from gaia_kit.convert import soffice_binary
-from gaia_kit.hints import hints
-from gaia_kit.office import readable_copy
+from gaia_kit import KitServer, page, serve, session_of
+from gaia_kit.core.args import MaxLength, OutputFormat, StartIndex
+from gaia_kit.core.hints import hints
+from gaia_kit.documents.convert import soffice_binary
+from gaia_kit.documents.office import readable_copy
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
@@ -108,4 +108,4 @@ def _check() -> dict:
 
 
 def main() -> None:
-    run(server, check=_check)
+    serve(server, check=_check)

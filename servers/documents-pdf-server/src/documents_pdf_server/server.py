@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-from gaia_kit import KitServer, ToolFailure, get_settings, run, session_of
-from gaia_kit.args import MaxLength
-from gaia_kit.calls import current_call
-from gaia_kit.hints import hints
-from gaia_kit.process import run_in_group
+from gaia_kit import KitServer, ToolFailure, get_settings, serve, session_of
+from gaia_kit.core.args import MaxLength
+from gaia_kit.core.calls import current_call
+from gaia_kit.core.hints import hints
+from gaia_kit.execution.process import run_in_group
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
@@ -216,4 +216,4 @@ def _check() -> dict:
 
 
 def main() -> None:
-    run(server, check=_check)
+    serve(server, check=_check)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gaia_kit import PathGuard
-from gaia_kit.office import ImageFolder, core_properties, open_package
+from gaia_kit.documents.office import ImageFolder, core_properties, open_package
 from pptx import Presentation
 from pptx.enum.shapes import MSO_SHAPE_TYPE, PP_PLACEHOLDER
 from pptx.presentation import Presentation as PresentationType

@@ -1,16 +1,16 @@
 """documents-pptx-server: the content of a presentation, slide by slide.
 
 PPTX is read with python-pptx; a legacy .ppt is first converted to PPTX by headless LibreOffice in
-a subprocess with a deadline (gaia_kit.convert). Images are saved into the session workspace.
+a subprocess with a deadline (gaia_kit.documents.convert). Images are saved into the session workspace.
 """
 
 from typing import Annotated
 
-from gaia_kit import KitServer, page, run, session_of
-from gaia_kit.args import MaxLength, OutputFormat, StartIndex
-from gaia_kit.convert import soffice_binary
-from gaia_kit.hints import hints
-from gaia_kit.office import readable_copy
+from gaia_kit import KitServer, page, serve, session_of
+from gaia_kit.core.args import MaxLength, OutputFormat, StartIndex
+from gaia_kit.core.hints import hints
+from gaia_kit.documents.convert import soffice_binary
+from gaia_kit.documents.office import readable_copy
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
@@ -102,4 +102,4 @@ def _check() -> dict:
 
 
 def main() -> None:
-    run(server, check=_check)
+    serve(server, check=_check)

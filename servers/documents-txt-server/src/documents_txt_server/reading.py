@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gaia_kit import ToolFailure
-from gaia_kit.text import sniff_encoding
+from gaia_kit.documents.text import sniff_encoding
 
 SAMPLE_BYTES = 64 * 1024
 CHUNK_BYTES = 1 << 20

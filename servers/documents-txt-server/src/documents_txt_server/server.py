@@ -6,8 +6,8 @@ first GAIA_MAX_READ_BYTES), so a 1 GB log costs a window's worth of memory, not 
 
 from typing import Annotated, Literal
 
-from gaia_kit import KitServer, ToolFailure, get_settings, run, session_of
-from gaia_kit.hints import hints
+from gaia_kit import KitServer, ToolFailure, get_settings, serve, session_of
+from gaia_kit.core.hints import hints
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
@@ -94,4 +94,4 @@ def list_supported_formats() -> str:
 
 
 def main() -> None:
-    run(server)
+    serve(server)

@@ -1,8 +1,8 @@
 """download-server: a file from the web into the session workspace.
 
-The body is streamed by gaia_kit.http (SSRF guard on every hop, retries, record/replay cache) into a
+The body is streamed by gaia_kit.web.http (SSRF guard on every hop, retries, record/replay cache) into a
 temporary file outside the workspace, checked, and moved into place within the session's disk quota
-(gaia_kit.quota): a failure leaves nothing behind.
+(gaia_kit.core.quota): a failure leaves nothing behind.
 DOWNLOAD_MAX_BYTES caps the size, DOWNLOAD_MAX_TIMEOUT_S the time a call may ask for.
 """
 
@@ -16,13 +16,13 @@ from typing import Annotated, Any
 from urllib.parse import unquote
 
 import httpx
-from gaia_kit import KitServer, PathGuard, ToolFailure, run, run_blocking, session_of
-from gaia_kit.args import OutputFormat
-from gaia_kit.hints import hints
-from gaia_kit.http import HttpResponse, TooLarge, shared_http
-from gaia_kit.output import formatted
-from gaia_kit.quota import place, room_for, staged
-from gaia_kit.results import json_result, with_data
+from gaia_kit import KitServer, PathGuard, ToolFailure, run_blocking, serve, session_of
+from gaia_kit.core.args import OutputFormat
+from gaia_kit.core.hints import hints
+from gaia_kit.core.output import formatted
+from gaia_kit.core.quota import place, room_for, staged
+from gaia_kit.core.results import json_result, with_data
+from gaia_kit.web.http import HttpResponse, TooLarge, shared_http
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 from pydantic import BaseModel, Field
@@ -263,10 +263,10 @@ def _report_md(report: dict[str, Any]) -> str:
 def check() -> dict[str, Any]:
     settings = DownloadSettings()
     return {
-        "backend": "HTTP(S) via gaia_kit.http into the session workspace",
+        "backend": "HTTP(S) via gaia_kit.web.http into the session workspace",
         "notes": [f"files up to {settings.max_bytes:,} bytes (DOWNLOAD_MAX_BYTES)"],
     }
 
 
 def main() -> None:
-    run(server, check=check)
+    serve(server, check=check)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gaia_kit.text import sniff_encoding
+from gaia_kit.documents.text import sniff_encoding
 
 # (offset, magic, type); the first match wins, so longer signatures sharing a prefix come first.
 SIGNATURES: list[tuple[int, bytes, str]] = [

@@ -15,8 +15,8 @@ from typing import Any
 
 import anyio
 from gaia_kit import Session, run_blocking
-from gaia_kit.quota import copy_into
-from gaia_kit.sandbox import Limits, run_sandboxed
+from gaia_kit.core.quota import copy_into
+from gaia_kit.execution.sandbox import Limits, run_sandboxed
 
 from .driver import DRIVER, STATE_FILE
 
@@ -100,7 +100,7 @@ class LocalBackend:
             await run_blocking(shutil.rmtree, folder, True)
 
     def status(self) -> dict[str, Any]:
-        from gaia_kit.sandbox import sandbox_status
+        from gaia_kit.execution.sandbox import sandbox_status
 
         report = sandbox_status()
         report["notes"] = ["No E2B_API_KEY: code runs in the local sandbox.", *report.get("notes", [])]

@@ -1,7 +1,7 @@
 """e2b-code-server: run code statefully, one sandbox per session.
 
 With E2B_API_KEY the sandbox is an E2B cloud sandbox (a Jupyter kernel: everything persists);
-without it, the local bubblewrap sandbox (gaia_kit.sandbox), where Python variables, functions and
+without it, the local bubblewrap sandbox (gaia_kit.execution.sandbox), where Python variables, functions and
 imports persist between calls and bash/js run afresh each call in the same directory.
 E2B_IDLE_TIMEOUT (seconds, default 600) kills a session's sandbox after that long unused.
 """
@@ -9,8 +9,8 @@ E2B_IDLE_TIMEOUT (seconds, default 600) kills a session's sandbox after that lon
 import os
 from typing import Annotated, Literal
 
-from gaia_kit import KitServer, ToolFailure, run, session_of
-from gaia_kit.hints import hints
+from gaia_kit import KitServer, ToolFailure, serve, session_of
+from gaia_kit.core.hints import hints
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
@@ -97,4 +97,4 @@ async def release_sandbox(session_id: str) -> None:
 
 
 def main() -> None:
-    run(server, check=backend.status)
+    serve(server, check=backend.status)

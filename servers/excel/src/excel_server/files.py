@@ -22,8 +22,8 @@ from pathlib import Path
 from xml.etree.ElementTree import ParseError
 
 from gaia_kit import PathGuard, ToolFailure
-from gaia_kit.quota import place, scratch, staged
-from gaia_kit.text import sniff_encoding
+from gaia_kit.core.quota import place, scratch, staged
+from gaia_kit.documents.text import sniff_encoding
 from openpyxl import Workbook, load_workbook
 from openpyxl.utils.cell import range_boundaries
 from openpyxl.utils.exceptions import InvalidFileException
@@ -223,7 +223,7 @@ def _converted(guard: PathGuard, source: Path, raw: str, convert) -> Path:
 
 
 def _xls_to_xlsx(source: Path, target: Path, raw: str) -> None:
-    from gaia_kit.convert import convert_with_libreoffice
+    from gaia_kit.documents.convert import convert_with_libreoffice
 
     with scratch(target, prefix=".convert-") as out:
         produced = convert_with_libreoffice(source, "xlsx", out, CONVERT_TIMEOUT)

@@ -12,9 +12,9 @@ import json
 import threading
 from typing import Annotated, Any, Literal
 
-from gaia_kit import KitServer, ToolFailure, run, session_of
-from gaia_kit.hints import hints
-from gaia_kit.results import with_data
+from gaia_kit import KitServer, ToolFailure, serve, session_of
+from gaia_kit.core.hints import hints
+from gaia_kit.core.results import with_data
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
@@ -656,4 +656,4 @@ def main() -> None:
     warm = threading.Timer(WARM_AFTER_S, engine.warm)
     warm.daemon = True
     warm.start()
-    run(server)
+    serve(server)

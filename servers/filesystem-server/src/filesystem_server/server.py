@@ -21,15 +21,15 @@ from gaia_kit import (
     get_settings,
     page,
     regular_file,
-    run,
+    serve,
     session_of,
     truncate,
 )
-from gaia_kit.args import MaxLength
-from gaia_kit.errors import describe_exception
-from gaia_kit.hints import hints
-from gaia_kit.quota import make_dirs
-from gaia_kit.results import with_data
+from gaia_kit.core.args import MaxLength
+from gaia_kit.core.errors import describe_exception
+from gaia_kit.core.hints import hints
+from gaia_kit.core.quota import make_dirs
+from gaia_kit.core.results import with_data
 from mcp.server.mcpserver import Context
 from mcp.types import AudioContent, CallToolResult, ImageContent
 from pydantic import BaseModel, Field
@@ -523,4 +523,4 @@ def _when(timestamp: float) -> str:
 
 
 def main() -> None:
-    run(server)
+    serve(server)

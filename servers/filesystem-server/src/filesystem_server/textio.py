@@ -7,7 +7,7 @@ from collections import deque
 from pathlib import Path
 
 from gaia_kit import ToolFailure
-from gaia_kit.text import sniff_encoding
+from gaia_kit.documents.text import sniff_encoding
 
 SAMPLE_BYTES = 64 * 1024
 SKIP_CHUNK_CHARS = 1 << 20

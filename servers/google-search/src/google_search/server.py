@@ -1,7 +1,7 @@
 """google-search: the reference `search` and `read_webpage` tools.
 
-Search goes through gaia_kit.search (Google Programmable Search, SearXNG or the offline local
-index, as configured); pages are read by gaia_kit.reader, which answers from the offline index
+Search goes through gaia_kit.pages.search (Google Programmable Search, SearXNG or the offline local
+index, as configured); pages are read by gaia_kit.pages.reader, which answers from the offline index
 when it holds the page and fetches it otherwise.
 """
 
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from gaia_kit import KitServer, ToolFailure, page, run
-from gaia_kit.args import MaxLength, StartIndex
-from gaia_kit.hints import hints
-from gaia_kit.reader import read_page, reader_backend
-from gaia_kit.results import with_data
-from gaia_kit.search import GOOGLE_PAGE, SearchData, render, search_check, search_data, web_search
+from gaia_kit import KitServer, ToolFailure, page, serve
+from gaia_kit.core.args import MaxLength, StartIndex
+from gaia_kit.core.hints import hints
+from gaia_kit.core.results import with_data
+from gaia_kit.pages.reader import read_page, reader_backend
+from gaia_kit.pages.search import GOOGLE_PAGE, SearchData, render, search_check, search_data, web_search
 from mcp_types import CallToolResult
 from pydantic import Field
 
@@ -67,4 +67,4 @@ def check() -> dict[str, Any]:
 
 
 def main() -> None:
-    run(server, check=check)
+    serve(server, check=check)

@@ -2,17 +2,17 @@
 
 Google Programmable Search when GOOGLE_API_KEY and GOOGLE_CSE_ID are set, else SearXNG when
 SEARXNG_URL is set, else the offline local index (GAIA_CORPUS_PATH); SEARCH_BACKEND forces one.
-The backends live in gaia_kit.search, shared with google-search.
+The backends live in gaia_kit.pages.search, shared with google-search.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from gaia_kit import KitServer, page, run
-from gaia_kit.hints import hints
-from gaia_kit.results import json_result, with_data
-from gaia_kit.search import (
+from gaia_kit import KitServer, page, serve
+from gaia_kit.core.hints import hints
+from gaia_kit.core.results import json_result, with_data
+from gaia_kit.pages.search import (
     GOOGLE_PAGE,
     SearchData,
     describe_backend,
@@ -88,4 +88,4 @@ def check() -> dict[str, Any]:
 
 
 def main() -> None:
-    run(server, check=check)
+    serve(server, check=check)

@@ -7,9 +7,9 @@ agents trained on this server id expect.
 
 from typing import Annotated
 
-from gaia_kit import KitServer, run, session_of
-from gaia_kit.hints import hints
-from gaia_kit.llm import llm_status
+from gaia_kit import KitServer, serve, session_of
+from gaia_kit.core.hints import hints
+from gaia_kit.models.llm import llm_status
 from mcp.server.mcpserver import Context
 from media_image_server import vision
 from pydantic import Field
@@ -36,4 +36,4 @@ async def mcp_image_recognition(
 
 
 def main() -> None:
-    run(server, check=lambda: llm_status(vision.PREFIX))
+    serve(server, check=lambda: llm_status(vision.PREFIX))

@@ -1,7 +1,7 @@
 """intelligence-code-server: Python written by a model, run in the sandbox, and repaired until it runs.
 
 The model is CODE_LLM_BASE_URL / CODE_LLM_MODEL_NAME / CODE_LLM_API_KEY, each falling back to
-MCP_LLM_*. The code runs in the kit's sandbox (gaia_kit.sandbox) in the session workspace; when it
+MCP_LLM_*. The code runs in the kit's sandbox (gaia_kit.execution.sandbox) in the session workspace; when it
 fails, the error goes back to the model for at most `max_repairs` corrected versions.
 """
 
@@ -9,10 +9,10 @@ import re
 import time
 from typing import Annotated, Literal
 
-from gaia_kit import KitServer, ToolFailure, atomic_write, run, session_of
-from gaia_kit.hints import hints
-from gaia_kit.llm import chat, conversation, llm_status, model_line
-from gaia_kit.sandbox import run_sandboxed, sandbox_status
+from gaia_kit import KitServer, ToolFailure, atomic_write, serve, session_of
+from gaia_kit.core.hints import hints
+from gaia_kit.execution.sandbox import run_sandboxed, sandbox_status
+from gaia_kit.models.llm import chat, conversation, llm_status, model_line
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
@@ -164,4 +164,4 @@ def _extract_code(answer: str) -> str:
 
 
 def main() -> None:
-    run(server, check=lambda: {**llm_status(PREFIX), "sandbox": sandbox_status()})
+    serve(server, check=lambda: {**llm_status(PREFIX), "sandbox": sandbox_status()})

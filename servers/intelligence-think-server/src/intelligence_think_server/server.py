@@ -6,9 +6,9 @@ MCP_LLM_*; THINK_LLM_TIMEOUT bounds one call (retries included), THINK_LLM_MAX_T
 
 from typing import Annotated, Literal
 
-from gaia_kit import KitServer, ToolFailure, run
-from gaia_kit.hints import hints
-from gaia_kit.llm import chat, conversation, llm_status, model_line
+from gaia_kit import KitServer, ToolFailure, serve
+from gaia_kit.core.hints import hints
+from gaia_kit.models.llm import chat, conversation, llm_status, model_line
 from pydantic import Field
 
 PREFIX = "THINK"
@@ -91,4 +91,4 @@ def get_reasoning_capabilities() -> str:
 
 
 def main() -> None:
-    run(server, check=lambda: llm_status(PREFIX))
+    serve(server, check=lambda: llm_status(PREFIX))

@@ -1,7 +1,7 @@
 """Opening audio the agent named, and everything ffmpeg and ffprobe do with it.
 
 Local paths go through the session's path guard; URLs through the kit's HTTP client (SSRF guard,
-size cap, cache) into a temporary file (gaia_kit.media, as for video). ffmpeg and ffprobe always run as
+size cap, cache) into a temporary file (gaia_kit.media.files, as for video). ffmpeg and ffprobe always run as
 subprocesses with a deadline, so a damaged or endless file can neither block the event loop nor hang
 the server.
 """
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 from gaia_kit import PathGuard, ToolFailure
-from gaia_kit.media import MediaFile, binary, document_kind, opened_media, run_tool
-from gaia_kit.quota import place, staged
+from gaia_kit.core.quota import place, staged
+from gaia_kit.media.files import MediaFile, binary, document_kind, opened_media, run_tool
 
 SAMPLE_RATE = 16_000
 FFMPEG_TIMEOUT_S = float(os.environ.get("AUDIO_FFMPEG_TIMEOUT_S", "300"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 
 from gaia_kit import PathGuard, ToolFailure
-from gaia_kit.media import clock, is_url
+from gaia_kit.media.files import clock, is_url
 
 from . import media, transcribe
 

@@ -6,10 +6,10 @@ audio-server's mcp_transcribe_audio is `report.transcribe_many` too: one impleme
 
 from typing import Annotated, Any, Literal
 
-from gaia_kit import KitServer, page, run, run_blocking, session_of
-from gaia_kit.args import MaxLength, StartIndex
-from gaia_kit.hints import hints
-from gaia_kit.results import with_data
+from gaia_kit import KitServer, page, run_blocking, serve, session_of
+from gaia_kit.core.args import MaxLength, StartIndex
+from gaia_kit.core.hints import hints
+from gaia_kit.core.results import with_data
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 from pydantic import BaseModel, Field
@@ -130,4 +130,4 @@ def list_supported_formats() -> str:
 
 
 def main() -> None:
-    run(server, check=transcribe.status)
+    serve(server, check=transcribe.status)

@@ -28,8 +28,8 @@ import anyio
 import anyio.to_thread
 import httpx
 from gaia_kit import ToolFailure, stdout_to_stderr
-from gaia_kit.calls import current_call
-from gaia_kit.llm import llm_config
+from gaia_kit.core.calls import current_call
+from gaia_kit.models.llm import llm_config
 
 from . import media
 
@@ -279,7 +279,9 @@ async def _endpoint(audio: media.Audio, duration: float, language: str | None) -
             detected = detected or data.get("language")
             if data.get("segments"):
                 segments += [
-                    _placed(start, length, float(s.get("start", 0)), float(s.get("end", 0)), s.get("text", ""))
+                    _placed(
+                        start, length, float(s.get("start", 0)), float(s.get("end", 0)), s.get("text", "")
+                    )
                     for s in data["segments"]
                 ]
             else:

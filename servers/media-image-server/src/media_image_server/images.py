@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 
 import httpx
 from gaia_kit import PathGuard, ToolFailure, get_settings, run_blocking
-from gaia_kit.http import shared_http
+from gaia_kit.web.http import shared_http
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 # Pillow refuses images above twice this many pixels on its own; we refuse anything above it, so a

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from gaia_kit import ToolFailure
-from gaia_kit.images import flattened
-from gaia_kit.process import run_in_group
+from gaia_kit.execution.process import run_in_group
+from gaia_kit.media.images import flattened
 from PIL import Image, ImageOps, ImageStat
 
 DEADLINE_S = float(os.environ.get("IMAGE_OCR_TIMEOUT", "120"))

@@ -6,11 +6,11 @@ image-server's mcp_image_recognition is `vision.ask` too: one implementation, tw
 
 from typing import Annotated
 
-from gaia_kit import KitServer, page, run, run_blocking, session_of
-from gaia_kit.args import MaxLength, StartIndex
-from gaia_kit.hints import hints
-from gaia_kit.llm import llm_status
-from gaia_kit.results import with_data
+from gaia_kit import KitServer, page, run_blocking, serve, session_of
+from gaia_kit.core.args import MaxLength, StartIndex
+from gaia_kit.core.hints import hints
+from gaia_kit.core.results import with_data
+from gaia_kit.models.llm import llm_status
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 from pydantic import Field
@@ -129,4 +129,4 @@ def check() -> dict:
 
 
 def main() -> None:
-    run(server, check=check)
+    serve(server, check=check)

@@ -1,4 +1,4 @@
-"""Questions about images, answered by an OpenAI-compatible vision model through gaia_kit.llm.
+"""Questions about images, answered by an OpenAI-compatible vision model through gaia_kit.models.llm.
 
 The model is IMAGE_LLM_BASE_URL / IMAGE_LLM_MODEL_NAME / IMAGE_LLM_API_KEY, each falling back to
 MCP_LLM_*. Images go as data URLs in the user message's content parts (the OpenAI vision format),
@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 
 from gaia_kit import PathGuard, ToolFailure, run_blocking
-from gaia_kit.images import data_url, image_part
-from gaia_kit.llm import chat
+from gaia_kit.media.images import data_url, image_part
+from gaia_kit.models.llm import chat
 
 from .images import Opened, decoded, load
 

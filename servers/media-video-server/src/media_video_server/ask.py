@@ -1,8 +1,8 @@
 """analyze_video and summarize_video: sampled frames plus the audio transcript, sent to a vision model.
 
 The model is VIDEO_LLM_BASE_URL / VIDEO_LLM_MODEL_NAME / VIDEO_LLM_API_KEY, each falling back to
-MCP_LLM_* (gaia_kit.llm). Frames go as data URLs in the user message's content parts, downscaled the
-way media-image-server sends images (gaia_kit.images). The transcript is made by media-audio-server's
+MCP_LLM_* (gaia_kit.models.llm). Frames go as data URLs in the user message's content parts, downscaled the
+way media-image-server sends images (gaia_kit.media.images). The transcript is made by media-audio-server's
 own transcription (its backend and AUDIO_* settings), from the audio of the requested range only.
 At most VIDEO_MAX_FRAMES frames are sent: a long video is sampled evenly, never read whole.
 """
@@ -17,11 +17,11 @@ from pathlib import Path
 
 import anyio
 from gaia_kit import PathGuard, ToolFailure, run_blocking
-from gaia_kit.calls import current_call, quiet
-from gaia_kit.images import data_url, image_part
-from gaia_kit.llm import chat, configured
-from gaia_kit.media import MediaFile, clock
-from gaia_kit.quota import scratch
+from gaia_kit.core.calls import current_call, quiet
+from gaia_kit.core.quota import scratch
+from gaia_kit.media.files import MediaFile, clock
+from gaia_kit.media.images import data_url, image_part
+from gaia_kit.models.llm import chat, configured
 from media_audio_server import media as audio_media
 from media_audio_server import transcribe
 from PIL import Image

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gaia_kit import PathGuard, ToolFailure
-from gaia_kit.calls import current_call
-from gaia_kit.media import MediaFile, clock
-from gaia_kit.quota import make_dirs
+from gaia_kit.core.calls import current_call
+from gaia_kit.core.quota import make_dirs
+from gaia_kit.media.files import MediaFile, clock
 
 from . import video
 

@@ -5,10 +5,10 @@ summaries answered by a vision model from sampled frames plus the audio transcri
 
 from typing import Annotated, Literal
 
-from gaia_kit import KitServer, ToolFailure, run, run_blocking, session_of
-from gaia_kit.hints import hints
-from gaia_kit.llm import llm_status
-from gaia_kit.media import binary
+from gaia_kit import KitServer, ToolFailure, run_blocking, serve, session_of
+from gaia_kit.core.hints import hints
+from gaia_kit.media.files import binary
+from gaia_kit.models.llm import llm_status
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
@@ -176,4 +176,4 @@ def check() -> dict:
 
 
 def main() -> None:
-    run(server, check=check)
+    serve(server, check=check)

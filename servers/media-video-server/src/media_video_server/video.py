@@ -1,6 +1,6 @@
 """Opening a video the agent named, and what ffprobe and ffmpeg tell and take from it.
 
-Inputs come through gaia_kit.media (path guard, or the kit's HTTP client into the workspace, with
+Inputs come through gaia_kit.media.files (path guard, or the kit's HTTP client into the workspace, with
 VIDEO_MAX_BYTES as the cap). ffmpeg runs through the kit too: a subprocess in its own process group,
 killed at VIDEO_FFMPEG_TIMEOUT_S. Frames are taken by seeking to each time, so a long video costs
 the frames asked for, not a decode of the whole file; only scene detection decodes its window.
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gaia_kit import PathGuard, ToolFailure
-from gaia_kit.media import MediaFile, binary, document_kind, opened_media, run_tool
-from gaia_kit.quota import place, scratch
+from gaia_kit.core.quota import place, scratch
+from gaia_kit.media.files import MediaFile, binary, document_kind, opened_media, run_tool
 
 FFMPEG_TIMEOUT_S = float(os.environ.get("VIDEO_FFMPEG_TIMEOUT_S", "300"))
 MAX_BYTES = int(os.environ.get("VIDEO_MAX_BYTES", str(256 * 2**20)))

@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gaia_kit.chromium import launch_options
-from gaia_kit.errors import Busy, ToolFailure
-from gaia_kit.paths import PathGuard, free_path
-from gaia_kit.quota import QuotaExceeded, place, staged
-from gaia_kit.session import Session
-from gaia_kit.settings import get_settings
+from gaia_kit.core.errors import Busy, ToolFailure
+from gaia_kit.core.paths import PathGuard, free_path
+from gaia_kit.core.quota import QuotaExceeded, place, staged
+from gaia_kit.core.session import Session
+from gaia_kit.core.settings import get_settings
+from gaia_kit.web.chromium import launch_options
 from playwright.async_api import (
     Browser,
     BrowserContext,

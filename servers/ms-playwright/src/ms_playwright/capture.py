@@ -7,8 +7,8 @@ import datetime
 from typing import Annotated, Any, Literal
 
 from gaia_kit import ToolFailure, atomic_write, get_settings, page, truncate
-from gaia_kit.args import StartIndex
-from gaia_kit.hints import hints
+from gaia_kit.core.args import StartIndex
+from gaia_kit.core.hints import hints
 from mcp.types import ImageContent, TextContent
 from playwright.async_api import Error as PlaywrightError
 from pydantic import Field

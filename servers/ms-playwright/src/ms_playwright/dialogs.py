@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated
 
-from gaia_kit.hints import hints
+from gaia_kit.core.hints import hints
 from playwright.async_api import Error as PlaywrightError
 from pydantic import Field
 

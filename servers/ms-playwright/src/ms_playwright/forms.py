@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Literal
 
-from gaia_kit.hints import hints
+from gaia_kit.core.hints import hints
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Locator
 from pydantic import BaseModel, ConfigDict, Field

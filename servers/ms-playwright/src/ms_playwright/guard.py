@@ -10,9 +10,9 @@ import contextlib
 import time
 from urllib.parse import urlsplit
 
-from gaia_kit.errors import ToolFailure
-from gaia_kit.http import HttpSettings
-from gaia_kit.ssrf import AllowList, IPAddress, resolve_checked
+from gaia_kit.core.errors import ToolFailure
+from gaia_kit.web.http import HttpSettings
+from gaia_kit.web.ssrf import AllowList, IPAddress, resolve_checked
 
 from .settings import get_playwright_settings
 

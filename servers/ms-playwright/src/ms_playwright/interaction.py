@@ -7,7 +7,7 @@ import json
 from typing import Annotated, Literal
 
 from gaia_kit import truncate
-from gaia_kit.hints import hints
+from gaia_kit.core.hints import hints
 from pydantic import Field
 
 from .browser import Tab

@@ -8,7 +8,7 @@ from collections.abc import Coroutine
 from typing import Annotated, Any, TypeVar
 
 from gaia_kit import ToolFailure
-from gaia_kit.hints import hints
+from gaia_kit.core.hints import hints
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 from pydantic import Field

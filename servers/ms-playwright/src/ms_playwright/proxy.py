@@ -14,7 +14,7 @@ import contextlib
 import logging
 from urllib.parse import urlsplit
 
-from gaia_kit.errors import ToolFailure
+from gaia_kit.core.errors import ToolFailure
 
 from .guard import UrlGuard
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gaia_kit import KitServer, ToolFailure, run
-from gaia_kit.chromium import chromium_path, headless
+from gaia_kit import KitServer, ToolFailure, serve
+from gaia_kit.web.chromium import chromium_path, headless
 
 from . import capture, dialogs, forms, interaction, navigation, tabs
 from .browser import host
@@ -69,4 +69,4 @@ def check() -> dict[str, Any]:
 
 
 def main() -> None:
-    run(server, check=check)
+    serve(server, check=check)

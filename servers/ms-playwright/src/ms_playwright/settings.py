@@ -1,4 +1,4 @@
-"""ms-playwright's settings (PLAYWRIGHT_* variables); the browser binary and headless mode come from gaia_kit.chromium."""
+"""ms-playwright's settings (PLAYWRIGHT_* variables); the browser binary and headless mode come from gaia_kit.web.chromium."""
 
 from __future__ import annotations
 

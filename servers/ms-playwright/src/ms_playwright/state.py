@@ -7,7 +7,7 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable
 
-from gaia_kit.errors import ToolFailure
+from gaia_kit.core.errors import ToolFailure
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 

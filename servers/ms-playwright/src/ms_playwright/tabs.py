@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from gaia_kit import Session, ToolFailure
-from gaia_kit.hints import hints
+from gaia_kit.core.hints import hints
 from pydantic import Field
 
 from .browser import BrowserSession, Tab, host

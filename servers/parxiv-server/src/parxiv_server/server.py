@@ -1,4 +1,4 @@
-"""parxiv-server: arXiv through its export API (Atom), fetched with gaia_kit.http, which spaces requests
+"""parxiv-server: arXiv through its export API (Atom), fetched with gaia_kit.web.http, which spaces requests
 to export.arxiv.org 3 s apart as arXiv asks, and caches them for offline replay.
 
 ARXIV_API_URL sets the endpoint; ARXIV_MAX_RESULTS caps a search (the reference asked for 300,000).
@@ -12,13 +12,13 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from gaia_kit import KitServer, ToolFailure, atomic_write, page, run, run_blocking, session_of
-from gaia_kit.args import MaxLength, OutputFormat, StartIndex
-from gaia_kit.extract import pdf_to_text
-from gaia_kit.hints import hints
-from gaia_kit.http import HttpFailure, shared_http
-from gaia_kit.output import formatted
-from gaia_kit.results import json_result, with_data
+from gaia_kit import KitServer, ToolFailure, atomic_write, page, run_blocking, serve, session_of
+from gaia_kit.core.args import MaxLength, OutputFormat, StartIndex
+from gaia_kit.core.hints import hints
+from gaia_kit.core.output import formatted
+from gaia_kit.core.results import json_result, with_data
+from gaia_kit.pages.extract import pdf_to_text
+from gaia_kit.web.http import HttpFailure, shared_http
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 from pydantic import BaseModel, Field
@@ -317,4 +317,4 @@ def check() -> dict[str, Any]:
 
 
 def main() -> None:
-    run(server, check=check)
+    serve(server, check=check)

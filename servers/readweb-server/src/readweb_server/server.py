@@ -1,6 +1,6 @@
-"""readweb-server: one web page (or PDF link) as clean markdown, through gaia_kit.reader.
+"""readweb-server: one web page (or PDF link) as clean markdown, through gaia_kit.pages.reader.
 
-The reader fetches with gaia_kit.http (SSRF guard, retries, size cap, record/replay cache) and
+The reader fetches with gaia_kit.web.http (SSRF guard, retries, size cap, record/replay cache) and
 extracts locally with no key; READWEB_BACKEND, JINA_API_KEY and TAVILY_API_KEY pick a keyed backend.
 """
 
@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from gaia_kit import KitServer, ToolFailure, page, run
-from gaia_kit.args import MaxLength, StartIndex
-from gaia_kit.hints import hints
-from gaia_kit.reader import ReaderSettings, WebPage, read_page, reader_backend
+from gaia_kit import KitServer, ToolFailure, page, serve
+from gaia_kit.core.args import MaxLength, StartIndex
+from gaia_kit.core.hints import hints
+from gaia_kit.pages.reader import ReaderSettings, WebPage, read_page, reader_backend
 from pydantic import Field
 
 server = KitServer(
@@ -64,4 +64,4 @@ def check() -> dict[str, Any]:
 
 
 def main() -> None:
-    run(server, check=check)
+    serve(server, check=check)

@@ -10,11 +10,11 @@ import time
 from collections import deque
 from pathlib import Path
 
-from gaia_kit import KitServer, ToolFailure, atomic_write, get_settings, regular_file, run, session_of
-from gaia_kit.hints import hints
-from gaia_kit.sandbox import sandbox_status
-from gaia_kit.session import Session
-from gaia_kit.shell import run_command
+from gaia_kit import KitServer, ToolFailure, atomic_write, get_settings, regular_file, serve, session_of
+from gaia_kit.core.hints import hints
+from gaia_kit.core.session import Session
+from gaia_kit.execution.sandbox import sandbox_status
+from gaia_kit.execution.shell import run_command
 from mcp.server.mcpserver import Context
 
 server = KitServer(
@@ -345,4 +345,4 @@ def update_file_content(
 
 
 def main() -> None:
-    run(server, check=sandbox_status)
+    serve(server, check=sandbox_status)

@@ -5,12 +5,12 @@ import time
 from collections import deque
 from typing import Annotated, Any, Literal
 
-from gaia_kit import KitServer, run, session_of
-from gaia_kit.hints import hints
-from gaia_kit.policy import get_policy_settings
-from gaia_kit.results import json_result, with_data
-from gaia_kit.sandbox import Limits, sandbox_status
-from gaia_kit.shell import run_command
+from gaia_kit import KitServer, serve, session_of
+from gaia_kit.core.hints import hints
+from gaia_kit.core.results import json_result, with_data
+from gaia_kit.execution.policy import get_policy_settings
+from gaia_kit.execution.sandbox import Limits, sandbox_status
+from gaia_kit.execution.shell import run_command
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 from pydantic import BaseModel, Field
@@ -170,4 +170,4 @@ def get_terminal_capabilities() -> CallToolResult:
 
 
 def main() -> None:
-    run(server, check=sandbox_status)
+    serve(server, check=sandbox_status)

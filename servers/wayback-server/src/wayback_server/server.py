@@ -5,7 +5,7 @@
   capture is fetched in the `id_` form (no Wayback toolbar or rewritten links); the answer gives the
   capture's actual time, read from the final URL after Wayback's own redirects.
 
-All requests go through gaia_kit.http (at most two at a time to archive.org, GAIA_HTTP_HOST_LIMITS)
+All requests go through gaia_kit.web.http (at most two at a time to archive.org, GAIA_HTTP_HOST_LIMITS)
 and its record/replay cache. WAYBACK_*_URL settings point the server elsewhere (tests, mirrors).
 """
 
@@ -15,14 +15,14 @@ import re
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from gaia_kit import KitServer, ToolFailure, page, run, run_blocking, truncate
-from gaia_kit.args import MaxLength, OutputFormat, StartIndex
-from gaia_kit.extract import document_text
-from gaia_kit.hints import hints
-from gaia_kit.http import HttpFailure, HttpResponse, shared_http
-from gaia_kit.output import formatted
-from gaia_kit.results import json_result, with_data
-from gaia_kit.text import sniff_encoding
+from gaia_kit import KitServer, ToolFailure, page, run_blocking, serve, truncate
+from gaia_kit.core.args import MaxLength, OutputFormat, StartIndex
+from gaia_kit.core.hints import hints
+from gaia_kit.core.output import formatted
+from gaia_kit.core.results import json_result, with_data
+from gaia_kit.documents.text import sniff_encoding
+from gaia_kit.pages.extract import document_text
+from gaia_kit.web.http import HttpFailure, HttpResponse, shared_http
 from mcp_types import CallToolResult
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -303,4 +303,4 @@ def check() -> dict[str, Any]:
 
 
 def main() -> None:
-    run(server, check=check)
+    serve(server, check=check)

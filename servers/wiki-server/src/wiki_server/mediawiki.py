@@ -1,6 +1,6 @@
 """The live MediaWiki action API of one language's Wikipedia (`action=query`, `formatversion=2`).
 
-Fetched with gaia_kit.http, so answers are cached by the kit's record/replay cache and a training
+Fetched with gaia_kit.web.http, so answers are cached by the kit's record/replay cache and a training
 run can be replayed offline. WIKI_API_URL sets the endpoint; `{lang}` in it becomes the language.
 """
 
@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 from urllib.parse import quote
 
 from gaia_kit import ToolFailure
-from gaia_kit.http import HttpFailure, shared_http
+from gaia_kit.web.http import HttpFailure, shared_http
 
 from .wiki import Hit, Revision, Text, missing, require_query, require_title
 from .wikitext import render_wikitext

@@ -3,7 +3,7 @@
 The ZIM is WIKI_ZIM_PATH, or the ZIM the offline index (GAIA_CORPUS_PATH) was built from when that
 was a Wikipedia dump. Search uses that index when it has one (BM25 over the articles' text), else the
 ZIM's own full-text index, else its title index. Articles are read from the ZIM itself and turned
-into markdown by gaia_kit.extract; links and categories come from the article's HTML. A ZIM holds
+into markdown by gaia_kit.pages.extract; links and categories come from the article's HTML. A ZIM holds
 one revision per article, so history comes from the live API.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gaia_kit import ToolFailure, run_blocking
-from gaia_kit.corpus import (
+from gaia_kit.pages.corpus import (
     Corpus,
     absolute_links,
     configured_corpus,
@@ -28,7 +28,7 @@ from gaia_kit.corpus import (
     zim_targets,
     zim_url,
 )
-from gaia_kit.extract import html_to_markdown, visible_text
+from gaia_kit.pages.extract import html_to_markdown, visible_text
 
 from .mediawiki import MediaWiki
 from .wiki import Hit, Revision, Text, missing, require_query, require_title

@@ -1,4 +1,4 @@
-"""What a reader sees: each tool's answer as markdown (gaia_kit.output.formatted makes json and text of it)."""
+"""What a reader sees: each tool's answer as markdown (gaia_kit.core.output.formatted makes json and text of it)."""
 
 from __future__ import annotations
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Annotated, Any
 
-from gaia_kit import KitServer, ToolFailure, page, run
-from gaia_kit.args import MaxLength, OutputFormat, StartIndex
-from gaia_kit.hints import hints
-from gaia_kit.output import formatted
-from gaia_kit.results import json_result, with_data
+from gaia_kit import KitServer, ToolFailure, page, serve
+from gaia_kit.core.args import MaxLength, OutputFormat, StartIndex
+from gaia_kit.core.hints import hints
+from gaia_kit.core.output import formatted
+from gaia_kit.core.results import json_result, with_data
 from mcp_types import CallToolResult
 from pydantic import BaseModel, Field
 
@@ -215,4 +215,4 @@ def get_wikipedia_capabilities() -> CallToolResult:
 
 
 def main() -> None:
-    run(server, check=check)
+    serve(server, check=check)

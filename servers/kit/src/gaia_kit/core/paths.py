@@ -1,0 +1,143 @@
+"""The one path guard: every file a tool touches is resolved here.
+
+Allowed roots are the session workspace (read-write) and the dataset (read-only).
+A path is checked twice: lexically, after joining and normalising, and again
+after resolving symlinks, so neither `..` chains nor links can leave the roots.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.quota import place, staged
+
+MAX_PATH_CHARS = 4096
+MAX_NAME_BYTES = 255
+
+
+class PathGuard:
+    def __init__(self, workspace: Path, dataset: Path | None = None, dataset_alias: str | None = None):
+        self.workspace = Path(os.path.realpath(workspace))
+        self.dataset = Path(os.path.realpath(dataset)) if dataset is not None else None
+        self.dataset_alias = os.path.normpath(dataset_alias) if dataset_alias else None
+
+    @property
+    def roots(self) -> list[Path]:
+        return [self.workspace] + ([self.dataset] if self.dataset is not None else [])
+
+    def describe_roots(self) -> str:
+        text = f"the workspace {self.workspace}"
+        if self.dataset is not None:
+            text += f" and the read-only dataset {self.dataset}"
+            if self.dataset_alias:
+                text += f" (also reachable as {self.dataset_alias})"
+        return text
+
+    def resolve(self, raw: str, *, write: bool = False) -> Path:
+        """Return the real path for `raw`, or raise ToolFailure saying why it is refused."""
+        candidate = self._lexical(raw)
+        real = Path(os.path.realpath(candidate))
+        if write:
+            if not real.is_relative_to(self.workspace):
+                if self.dataset is not None and real.is_relative_to(self.dataset):
+                    raise ToolFailure(f"{raw} is in the read-only dataset; write into the workspace instead.")
+                raise self._outside(raw)
+            return real
+        if not any(real.is_relative_to(root) for root in self.roots):
+            raise self._outside(raw)
+        return real
+
+    def existing_file(self, raw: str, *, write: bool = False) -> Path:
+        """Resolve a file to read (or, with write, to rewrite in place): it must be a regular file."""
+        return regular_file(self.resolve(raw, write=write), raw)
+
+    def display(self, path: Path) -> str:
+        """The path as agents should see it: dataset files under the alias they were told."""
+        if self.dataset is not None and self.dataset_alias and path.is_relative_to(self.dataset):
+            rel = path.relative_to(self.dataset)
+            return self.dataset_alias if rel == Path(".") else f"{self.dataset_alias}/{rel.as_posix()}"
+        return str(path)
+
+    def _lexical(self, raw: str) -> Path:
+        if not isinstance(raw, str) or not raw.strip():
+            raise ToolFailure("The path is empty; pass a file or directory path.")
+        if "\x00" in raw:
+            raise ToolFailure("The path contains a NUL byte, which no file name can contain.")
+        if len(raw) > MAX_PATH_CHARS:
+            raise ToolFailure(f"The path is {len(raw)} characters long; the limit is {MAX_PATH_CHARS}.")
+        text = os.path.expanduser(raw) if raw.startswith("~") else raw
+        if self.dataset is not None and self.dataset_alias:
+            norm = os.path.normpath(text)
+            if norm == self.dataset_alias or norm.startswith(self.dataset_alias + os.sep):
+                text = str(self.dataset) + norm[len(self.dataset_alias) :]
+        joined = os.path.normpath(os.path.join(self.workspace, text))
+        for part in Path(joined).parts:
+            if len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+                raise ToolFailure(f"A path component is longer than {MAX_NAME_BYTES} bytes: {part[:40]}...")
+        path = Path(joined)
+        if not any(path.is_relative_to(root) for root in self.roots):
+            raise self._outside(raw)
+        return path
+
+    def _outside(self, raw: str) -> ToolFailure:
+        return ToolFailure(
+            f"Access denied: {raw} is outside the allowed directories ({self.describe_roots()}). "
+            "Use a path inside the workspace, or a relative path."
+        )
+
+
+_SPECIAL = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def regular_file(path: Path, raw: str) -> Path:
+    """`path` if it is a regular file; otherwise a ToolFailure that says what it is.
+
+    Only stat is called: opening a FIFO blocks until a writer comes, and reading /dev/zero never
+    ends, so what is not a regular file is refused before anything opens it.
+    """
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise ToolFailure(
+            f"{raw} does not exist; check the path (list its directory to see what is there)."
+        ) from None
+    except OSError as exc:
+        raise ToolFailure(f"{raw} cannot be read ({exc.strerror or exc}).") from None
+    if stat.S_ISREG(mode):
+        return path
+    if stat.S_ISDIR(mode):
+        raise ToolFailure(
+            f"{raw} is a directory; pass a file inside it (list the directory to see its files)."
+        )
+    kind = next(
+        (f"{name}, not a regular file" for test, name in _SPECIAL if test(mode)), "not a regular file"
+    )
+    raise ToolFailure(f"{raw} is {kind}; only regular files can be read.")
+
+
+def free_path(folder: Path, name: str) -> Path:
+    """`folder/name`, or `folder/name-1`, `-2`, ... : the first that does not exist yet."""
+    target = folder / name
+    stem, suffix, number = target.stem, target.suffix, 1
+    while os.path.lexists(target):
+        target, number = folder / f"{stem}-{number}{suffix}", number + 1
+    return target
+
+
+def atomic_write(path: Path, data: bytes | str, encoding: str = "utf-8") -> None:
+    """Write via a temp file and rename, so a crash never leaves a half-written file.
+
+    In a session workspace the file enters only within the session's disk quota (gaia_kit.core.quota).
+    """
+    payload = data.encode(encoding) if isinstance(data, str) else data
+    with staged(path) as temporary:
+        temporary.write_bytes(payload)
+        place(temporary, path)

@@ -1,0 +1,144 @@
+"""KitServer: an MCPServer whose tools fail with one clear sentence, never a traceback.
+
+Each tools/call runs inside a `gaia_kit.core.calls.Call`: the tool's hints, its cancellation and its
+progress, reachable from the worker thread that does the work. A plain `def` tool runs in a worker
+thread that a cancelled call stops waiting for at once; the call's `cancelled` event then tells the
+thread (and any subprocess it runs through gaia_kit.execution.process) to stop.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
+from mcp.shared.exceptions import MCPError
+from mcp_types import NotificationParams
+
+from gaia_kit.core import calls, logs
+from gaia_kit.core.contract import SESSION_ENDED, SESSION_ID_KEY
+from gaia_kit.core.errors import describe_exception
+
+logger = logging.getLogger("gaia_kit")
+
+SessionEndHandler = Callable[[str], Awaitable[None] | None]
+
+
+class SessionEndedParams(NotificationParams):
+    session_id: str  # sessionId on the wire
+
+
+class KitServer(MCPServer):
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._session_end_handlers: list[SessionEndHandler] = []
+        self._lowlevel_server.add_notification_handler(SESSION_ENDED, SessionEndedParams, self._session_ended)
+
+    def on_session_end(self, handler: SessionEndHandler) -> SessionEndHandler:
+        """Register `handler(session_id)`, called when the gateway ends a session (DELETE or idle)."""
+        self._session_end_handlers.append(handler)
+        return handler
+
+    async def _session_ended(self, ctx: Any, params: SessionEndedParams) -> None:
+        for handler in self._session_end_handlers:
+            try:
+                outcome = handler(params.session_id)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception:
+                logger.exception("releasing session %s failed", params.session_id)
+
+    def tool(self, name: str | None = None, *, output: Any = None, **kwargs: Any) -> Callable[[Any], Any]:
+        """Register a tool; `output` (a pydantic model or type) publishes its structured result's schema."""
+
+        def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self.add_tool(fn, name=name, output=output, **kwargs)
+            return fn
+
+        return decorator
+
+    def add_tool(
+        self, fn: Callable[..., Any], name: str | None = None, *, output: Any = None, **kwargs: Any
+    ) -> None:
+        # Text results only, unless a tool publishes an `output` schema and returns gaia_kit.core.results.
+        kwargs["structured_output"] = False
+        # Agents read the description: give them the docstring without its source indentation.
+        if kwargs.get("description") is None and fn.__doc__:
+            kwargs["description"] = inspect.cleandoc(fn.__doc__)
+        annotations = kwargs.get("annotations")
+        if kwargs.get("title") is None and annotations is not None and annotations.title:
+            kwargs["title"] = annotations.title
+        name = name or fn.__name__
+        super().add_tool(_explained(fn, name), name=name, **kwargs)
+        if output is not None:
+            tool = self._tool_manager.get_tool(name)
+            assert tool is not None
+            tool.fn_metadata = FuncMetadata(arg_model=tool.fn_metadata.arg_model, output_model=output)
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
+        tool = self._tool_manager.get_tool(name)
+        report = context.report_progress if context is not None else None
+        call = calls.Call(name, tool.annotations if tool is not None else None, report)
+        token = calls.enter(call)
+        # Every log record written while the tool runs names the tool and the session.
+        tool_token = logs.tool.set(name)
+        session_token = logs.session.set(_session_id(context))
+        try:
+            result = await super().call_tool(name, arguments, context)
+            await call.drain()  # progress already reported goes out before the result
+            return result
+        except anyio.get_cancelled_exc_class():
+            call.cancelled.set()
+            raise
+        finally:
+            logs.tool.reset(tool_token)
+            logs.session.reset(session_token)
+            calls.leave(token)
+
+
+def _session_id(context: Any) -> str | None:
+    try:
+        meta = context.request_context.meta if context is not None else None
+    except ValueError:  # a Context made outside a request
+        return None
+    return (meta or {}).get(SESSION_ID_KEY)
+
+
+def _explained(fn: Callable[..., Any], tool: str) -> Callable[..., Any]:
+    """Wrap a tool so unexpected exceptions become a sentence, and a sync tool runs in a worker thread
+    that a cancelled call abandons (the thread learns of it from the call and stops)."""
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def async_tool(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await fn(*args, **kwargs)
+            except (ToolError, MCPError, calls.CallCancelled):  # MCPError: a protocol answer (busy)
+                raise
+            except Exception as exc:
+                raise ToolError(describe_exception(tool, exc)) from None
+
+        return async_tool
+
+    def sync_tool(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (ToolError, MCPError, calls.CallCancelled):
+            raise
+        except Exception as exc:
+            raise ToolError(describe_exception(tool, exc)) from None
+
+    @functools.wraps(fn)
+    async def threaded_tool(*args: Any, **kwargs: Any) -> Any:
+        return await anyio.to_thread.run_sync(
+            functools.partial(sync_tool, *args, **kwargs), abandon_on_cancel=True
+        )
+
+    return threaded_tool

@@ -1,0 +1,1 @@
+"""Office files, LibreOffice conversion, Markdown tables and text encodings."""

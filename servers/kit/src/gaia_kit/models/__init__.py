@@ -1,0 +1,1 @@
+"""Asking an OpenAI-compatible language model."""

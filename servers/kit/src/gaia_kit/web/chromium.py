@@ -1,0 +1,71 @@
+"""The system Chromium the browser servers drive: where it is, how to launch it, headless or not.
+
+Playwright's own browser download is not used: images and CI machines install Debian's
+`chromium` package, and servers pass its path as `executable_path`.
+
+    from gaia_kit.web.chromium import launch_options
+    browser = await playwright.chromium.launch(**launch_options())
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Any
+
+from gaia_kit.core.errors import ToolFailure
+
+CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+# Without these Chromium phones home (updates, sync, field trials, QUIC probes) and floods a
+# closed network with retries; the GPU process only costs memory on a headless server.
+QUIET_FLAGS = (
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--disable-dev-shm-usage",
+)
+
+
+def chromium_path() -> str:
+    """The browser binary: GAIA_CHROMIUM_PATH, else the first Chromium or Chrome on PATH."""
+    configured = os.environ.get("GAIA_CHROMIUM_PATH", "").strip()
+    if configured:
+        if os.path.isfile(configured) and os.access(configured, os.X_OK):
+            return configured
+        found = shutil.which(configured)
+        if found:
+            return found
+        raise ToolFailure(
+            f"GAIA_CHROMIUM_PATH is {configured}, which is not an executable file; "
+            "point it at the Chromium binary or unset it to search PATH."
+        )
+    for name in CANDIDATES:
+        found = shutil.which(name)
+        if found:
+            return found
+    raise ToolFailure(
+        "No Chromium browser found; install the Debian package `chromium` "
+        "(apt-get install -y chromium) or set GAIA_CHROMIUM_PATH to a Chromium binary."
+    )
+
+
+def chromium_args() -> list[str]:
+    """Command-line flags for every launch; root needs --no-sandbox (Chromium refuses otherwise)."""
+    args = list(QUIET_FLAGS)
+    if os.geteuid() == 0:
+        args.append("--no-sandbox")
+    return args
+
+
+def headless() -> bool:
+    """Headless unless GAIA_BROWSER_HEADLESS=false (the gateway's --vnc mode sets it, with DISPLAY)."""
+    return os.environ.get("GAIA_BROWSER_HEADLESS", "true").strip().lower() not in {"0", "false", "no", "off"}
+
+
+def launch_options() -> dict[str, Any]:
+    """Keyword arguments for Playwright's `chromium.launch(...)`."""
+    return {"executable_path": chromium_path(), "args": chromium_args(), "headless": headless()}

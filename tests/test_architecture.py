@@ -1,0 +1,233 @@
+"""The house rules of docs/architecture.md, read from the source: who may import whom, and that every
+package declares what it imports (a server installs the gaia-kit extras of the kit subpackages it uses)."""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+import tomllib
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVERS = ROOT / "servers"
+KIT = SERVERS / "kit"
+KIT_SRC = KIT / "src" / "gaia_kit"
+NOT_SERVERS = {"kit", "kit-testing"}
+GATEWAY, TRAINER, TESTING = "gaia_env", "gaia_train", "gaia_kit_testing"
+TEST_LIBRARIES = {"pytest", "_pytest", "hypothesis", TESTING}
+# Imported inside a function and installed with pip beside the trainer's CPU torch
+# (scripts/whisper-extra.sh), never by uv: media-audio-server's optional openai-whisper backend.
+INSTALLED_OUTSIDE_UV = {"whisper"}
+
+
+def server_folders() -> list[Path]:
+    return sorted(
+        p for p in SERVERS.iterdir() if (p / "pyproject.toml").exists() and p.name not in NOT_SERVERS
+    )
+
+
+# The packages whose dependency lists are checked against their imports. The trainer is not among them:
+# its heavy imports (torch, verl, trl) come with pip extras on GPU nodes, and it never imports the kit.
+def kit_users() -> list[Path]:
+    return [*server_folders(), ROOT / "proxy", SERVERS / "kit-testing"]
+
+
+def package_of(folder: Path) -> str:
+    (package,) = [p.name for p in (folder / "src").iterdir() if (p / "__init__.py").exists()]
+    return package
+
+
+SERVER_PACKAGES = {package_of(folder): folder for folder in server_folders()}
+
+
+def imports(folder: Path) -> set[str]:
+    """Every absolute module name imported anywhere under `folder` (in functions too)."""
+    found: set[str] = set()
+    for path in folder.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                found |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module)
+                found |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return found
+
+
+def top_levels(modules: set[str]) -> set[str]:
+    return {m.split(".")[0] for m in modules}
+
+
+def kit_subpackages(modules: set[str]) -> set[str]:
+    """The gaia_kit subpackages among `modules` (`from gaia_kit import KitServer` is core)."""
+    found = set()
+    for module in modules:
+        parts = module.split(".")
+        if parts[0] == "gaia_kit":
+            found.add(parts[1] if len(parts) > 1 and (KIT_SRC / parts[1]).is_dir() else "core")
+    return found
+
+
+def normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@cache
+def distributions_of() -> dict[str, list[str]]:
+    return metadata.packages_distributions()
+
+
+def distributions(module: str) -> set[str]:
+    """The PyPI names a top-level module may come from (workspace servers by their project name); the
+    module's own name counts too (pymupdf4llm 2 is an empty distribution: pymupdf ships the module)."""
+    if module in SERVER_PACKAGES:
+        return {project(SERVER_PACKAGES[module])["name"]}
+    return {normalized(name) for name in [*distributions_of().get(module, []), module]}
+
+
+def project(folder: Path) -> dict:
+    return tomllib.loads((folder / "pyproject.toml").read_text())["project"]
+
+
+def requirement(text: str) -> tuple[str, set[str]]:
+    """('gaia-kit', {'web', 'pages'}) for 'gaia-kit[web,pages]>=1'."""
+    match = re.match(r"\s*([A-Za-z0-9_.-]+)\s*(?:\[([^\]]*)\])?", text)
+    assert match, text
+    extras = {e.strip() for e in (match[2] or "").split(",") if e.strip()}
+    return normalized(match[1]), extras
+
+
+def declared(requirements: list[str]) -> tuple[set[str], set[str]]:
+    """(distribution names, gaia-kit extras) of a dependency list."""
+    names, extras = set(), set()
+    for text in requirements:
+        name, wanted = requirement(text)
+        names.add(name)
+        if name == "gaia-kit":
+            extras |= wanted
+    return names, extras
+
+
+def third_party(modules: set[str], own: str) -> set[str]:
+    return {
+        m
+        for m in top_levels(modules)
+        if m not in sys.stdlib_module_names
+        and m not in {own, "gaia_kit", "__future__"} | INSTALLED_OUTSIDE_UV
+    }
+
+
+# ---- who may import whom ----
+
+
+def test_servers_never_import_the_gateway_the_trainer_or_test_code():
+    for folder in SERVER_PACKAGES.values():
+        wrong = top_levels(imports(folder / "src")) & {GATEWAY, TRAINER} | (
+            top_levels(imports(folder / "src")) & TEST_LIBRARIES
+        )
+        assert not wrong, f"{folder.name} imports {sorted(wrong)}"
+
+
+def test_the_gateway_never_imports_a_server_or_test_code():
+    wrong = top_levels(imports(ROOT / "proxy" / "src")) & (set(SERVER_PACKAGES) | {TRAINER} | TEST_LIBRARIES)
+    assert not wrong, f"the gateway imports {sorted(wrong)}"
+
+
+def test_the_trainer_reaches_tools_only_over_mcp():
+    wrong = top_levels(imports(ROOT / "trainer" / "src")) & (
+        set(SERVER_PACKAGES) | {GATEWAY, "gaia_kit"} | TEST_LIBRARIES
+    )
+    assert not wrong, f"the trainer imports {sorted(wrong)}"
+
+
+def test_the_kit_never_imports_a_server_the_gateway_the_trainer_or_a_test_library():
+    wrong = top_levels(imports(KIT_SRC)) & (set(SERVER_PACKAGES) | {GATEWAY, TRAINER} | TEST_LIBRARIES)
+    assert not wrong, f"gaia_kit imports {sorted(wrong)}"
+
+
+def test_the_kits_core_imports_no_other_subpackage():
+    assert kit_subpackages(imports(KIT_SRC / "core")) <= {"core"}
+
+
+def test_no_test_double_lives_in_the_kit():
+    names = [p.stem for p in KIT_SRC.rglob("*.py")]
+    assert not [n for n in names if n.startswith(("fake", "testing", "loopback"))]
+    for path in KIT_SRC.rglob("*.py"):
+        assert not re.search(r"^class Fake", path.read_text(), re.M), path
+
+
+# ---- every package declares what it imports ----
+
+
+@pytest.mark.parametrize("folder", kit_users(), ids=lambda p: p.name)
+def test_a_package_declares_the_kit_extras_it_imports_and_no_others(folder: Path):
+    used = kit_subpackages(imports(folder / "src")) - {"core"}
+    names, extras = declared(project(folder)["dependencies"])
+    assert "gaia-kit" in names
+    assert extras == used, (
+        f"{folder.name} imports gaia_kit.{{{', '.join(sorted(used))}}}: declare "
+        f"gaia-kit[{','.join(sorted(used))}] in its pyproject.toml"
+    )
+
+
+@pytest.mark.parametrize("folder", kit_users(), ids=lambda p: p.name)
+def test_a_package_declares_every_distribution_it_imports_and_no_others(folder: Path):
+    modules = third_party(imports(folder / "src"), package_of(folder))
+    names, _ = declared(project(folder)["dependencies"])
+    missing = sorted(m for m in modules if not distributions(m) & names)
+    assert not missing, f"{folder.name} imports but does not declare the distributions of {missing}"
+    unused = names - {"gaia-kit"} - set().union(*map(distributions, modules))
+    assert not unused, f"{folder.name} declares but never imports {sorted(unused)}"
+
+
+def kit_extras() -> dict[str, list[str]]:
+    return tomllib.loads((KIT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+
+
+def test_each_kit_subpackage_has_an_extra_of_its_name():
+    subpackages = {p.name for p in KIT_SRC.iterdir() if (p / "__init__.py").exists()}
+    assert set(kit_extras()) == subpackages - {"core"}
+
+
+@pytest.mark.parametrize(
+    "subpackage", sorted(p.name for p in KIT_SRC.iterdir() if (p / "__init__.py").exists())
+)
+def test_a_kit_subpackages_extra_holds_what_it_imports(subpackage: str):
+    base, _ = declared(project(KIT)["dependencies"])
+    names, extras = declared(kit_extras().get(subpackage, []))
+    modules = imports(KIT_SRC / subpackage)
+    assert kit_subpackages(modules) - {"core", subpackage} <= extras, (
+        f"gaia_kit.{subpackage} imports other subpackages: name their extras in its own"
+    )
+    reachable = set(base) | names
+    for extra in extras:
+        reachable |= declared(kit_extras()[extra])[0]
+    missing = sorted(m for m in third_party(modules, "gaia_kit") if not distributions(m) & reachable)
+    assert not missing, f"gaia_kit.{subpackage} imports {missing}, which its extra does not install"
+
+
+def test_the_test_doubles_are_a_dev_dependency_only():
+    root = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "gaia-kit-testing" in root["dependency-groups"]["dev"]
+    for folder in [ROOT, *kit_users(), ROOT / "trainer"]:
+        if folder.name != "kit-testing":
+            names, _ = declared(project(folder)["dependencies"])
+            assert "gaia-kit-testing" not in names, f"{folder.name} ships the test doubles"
+    # The image installs no dev group, so neither the doubles nor pytest reach it.
+    syncs = [line for line in (ROOT / "docker" / "Dockerfile").read_text().splitlines() if "uv sync" in line]
+    assert syncs and all("--no-dev" in line for line in syncs)
+
+
+def test_the_architecture_page_lists_every_kit_module_in_its_subpackage():
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    rows = dict(re.findall(r"^\| `gaia_kit\.(\w+)` \| ([\w, ]+) \|", page, re.M))
+    actual = {
+        sub.name: {p.stem for p in sub.glob("*.py") if p.stem != "__init__"}
+        for sub in KIT_SRC.iterdir()
+        if (sub / "__init__.py").exists()
+    }
+    assert {name: set(modules.replace(" ", "").split(",")) for name, modules in rows.items()} == actual
