@@ -32,6 +32,8 @@ class FakeMcp:
     url: str
     requests: list[tuple[str, str | None]] = field(default_factory=list)
     """(HTTP method, X-Session-Id) for every request, in arrival order."""
+    selections: list[tuple[str, str | None, str | None]] = field(default_factory=list)
+    """(HTTP method, X-Session-Id, MCP-Servers) for every request, in arrival order."""
     in_flight: int = 0
     max_in_flight: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -43,6 +45,7 @@ class FakeMcp:
     def reset(self) -> None:
         with self.lock:
             self.requests.clear()
+            self.selections.clear()
             self.in_flight = self.max_in_flight = 0
 
 
@@ -92,6 +95,12 @@ def _build_server(state: FakeMcp) -> MCPServer:
         request = ctx.request_context.request
         return request.headers.get("x-session-id", "") if request is not None else ""
 
+    @server.tool()
+    def selection(ctx: Context) -> str:
+        """The MCP-Servers header this call arrived with."""
+        request = ctx.request_context.request
+        return request.headers.get("mcp-servers", "(none)") if request is not None else "(none)"
+
     return server
 
 
@@ -101,6 +110,9 @@ def _recording(app, state: FakeMcp):
             headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
             with state.lock:
                 state.requests.append((scope["method"], headers.get("x-session-id")))
+                state.selections.append(
+                    (scope["method"], headers.get("x-session-id"), headers.get("mcp-servers"))
+                )
         await app(scope, receive, send)
 
     return asgi

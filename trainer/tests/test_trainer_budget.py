@@ -46,3 +46,19 @@ def test_what_cannot_be_promised_is_a_warning() -> None:
     assert "no number of turns is guaranteed" in recipe(turn_tokens=None).warnings()[0]
     assert "will be cut to fit the turn" in recipe(tool_output_tokens=3000).warnings()[0]
     assert "not counted" in recipe(longest_prompt=None).table()
+
+
+def test_a_team_pays_for_its_hand_offs() -> None:
+    from gaia_train.team import load_team
+
+    team = load_team("research_team")
+    turns = team.max_turns(32)  # the researcher's 16, and 4 delegations of the coder's 8
+    assert turns == 16 + 4 * 8
+    budget = recipe(max_turns=turns, delegations=team.max_delegations, handoff_tokens=3000)
+    # (126976 - 4 * 3000 + 2048) // (1792 + 2048) = 30 turns of every role together
+    assert budget.turns_that_fit == 30
+    [few] = budget.problems()
+    assert "only 30 of max_assistant_turns=48" in few and "4 hand-offs of 3000 tokens" in few
+    assert "raise RESPONSE_LENGTH to 194272" in few  # 48 * 1792 + 47 * 2048 + 4 * 3000
+    assert "longest hand-off to a role" in budget.table()
+    assert recipe(max_turns=24, delegations=4, handoff_tokens=3000).problems() == []

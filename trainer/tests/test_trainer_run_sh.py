@@ -161,7 +161,7 @@ def test_dry_run_reaches_what_main_ppo_builds_before_gpus(
         "reached: built VeRL's dataset from data.val_files: 2 rows",
         "reached: called the reward function: 1.0 for the first row's right answer",
         "reached: reward manager naive (NaiveRewardManager) hands the loop's own answer to the reward",
-        f"reached: listed 6 tools from {fake_mcp.url}",
+        f"reached: listed 7 tools from {fake_mcp.url}",
     ):
         assert reached in out
     assert "NOT reached: the rollout engine" in out and "NOT reached: the tokenizer" not in out
@@ -169,7 +169,7 @@ def test_dry_run_reaches_what_main_ppo_builds_before_gpus(
     budget = dict(re.split(r"\s{2,}", line.strip()) for line in table if line.startswith("  "))
     assert budget["turns that fit"] == "33" and budget["turns asked for (max_assistant_turns)"] == "32"
     longest = int(budget["longest prompt, tool schemas included"])
-    assert 1000 < longest < 4096  # one token per byte here: the six schemas are most of it
+    assert 1000 < longest < 4096  # one token per byte here: the seven schemas are most of it
 
 
 def test_dry_run_fails_with_the_numbers_when_the_episode_cannot_fit(
@@ -215,3 +215,33 @@ def test_verls_default_trainer_path_imports() -> None:
     from verl.workers.engine_workers import ActorRolloutRefWorker  # noqa: F401
 
     assert get_trainer_cls("sync").__name__ == "PPOTrainerSync"
+
+
+def test_dry_run_counts_a_teams_hand_offs(tmp_path: Path, tiny_model_dir: Path, fake_mcp) -> None:
+    team = tmp_path / "pair.toml"
+    team.write_text(
+        'name = "pair"\ncoordinator = "lead"\nmax_delegations = 2\n'
+        '[roles.lead]\nprompt = "You lead."\nservers = ["fake"]\ntools = ["read_file"]\n'
+        'delegates_to = ["helper"]\nmax_turns = 20\n'
+        '[roles.helper]\nprompt = "You add."\nservers = ["fake"]\ntools = ["add"]\nmax_turns = 8\n'
+    )
+    agents = tmp_path / "agent.yaml"
+    agents.write_text(
+        "- name: gaia_agent\n  _target_: gaia_train.verl_agent.GaiaAgentLoop\n"
+        f"- name: pair\n  _target_: gaia_train.verl_agent.GaiaAgentLoop\n  team: {team}\n"
+    )
+    write_demo_snapshot(tmp_path / "snapshot", skip_audio=True)
+    ds.build(tmp_path / "snapshot", tmp_path / "data", test_size=2, agent_name="pair")
+    setting = {
+        "MODEL_PATH": str(tiny_model_dir),
+        "MCP_SERVER_URL": fake_mcp.url,
+        "AGENT_LOOP_CONFIG": str(agents),
+    }
+    result = dry_run("run.sh", tmp_path / "data", **setting)
+    # 20 turns of the lead and 2 delegations of 8: 36 turns, and two hand-offs, in the one response
+    assert result.returncode == 1
+    [counted] = re.findall(r"longest hand-off to a role, schemas included\s+(\d+)", result.stderr)
+    assert 50 < int(counted) < 1000  # one token per byte: the helper's prompt and its one schema
+    assert "only 33 of max_assistant_turns=36 turns fit" in result.stderr
+    assert f"and 2 hand-offs of {counted} tokens" in result.stderr
+    assert re.search(r"delegations \(a team's max_delegations\)\s+2", result.stderr)

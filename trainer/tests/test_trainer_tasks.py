@@ -47,6 +47,7 @@ def test_task_file_rows_carry_scorer_selection_and_attachment(tmp_path: Path) ->
         ({"question": "q", "answer": "a", "scorer": "fuzzy"}, "scorer must be one of"),
         ({"question": "q", "answer": "a", "attachment": "../outside.txt"}, "outside the dataset folder"),
         ({"question": "q", "answer": "a", "attachment": "missing.txt"}, "is not a file"),
+        ({"question": "q", "answer": "a", "agent_name": ""}, "'agent_name' must name an agent loop"),
     ],
 )
 def test_bad_tasks_name_their_line(tmp_path: Path, task: dict, message: str) -> None:
@@ -55,6 +56,23 @@ def test_bad_tasks_name_their_line(tmp_path: Path, task: dict, message: str) -> 
     with pytest.raises(TaskFileError, match=message) as error:
         load_task_file(path, tmp_path, "/workspace/gaia_dataset")
     assert f"{path}:2" in str(error.value)
+
+
+def test_rows_pick_their_agent_loop(tmp_path: Path) -> None:
+    """A line may name its agent loop (a team, say); the others take the build's default."""
+    path = write_tasks(
+        tmp_path / "t.jsonl",
+        [{"question": "q1", "answer": "1", "agent_name": "demo_team"}, {"question": "q2", "answer": "2"}],
+    )
+    first, second = load_task_file(path, tmp_path, "/workspace/gaia_dataset")
+    assert (first["agent_name"], second["agent_name"]) == ("demo_team", "gaia_agent")
+    demo = tmp_path / "demo"
+    write_demo_snapshot(demo, skip_audio=True)
+    written = ds.build(
+        demo, tmp_path / "out", test_size=1, agent_name="demo_team", task_sources=[TaskSource(path)]
+    )
+    names = pd.read_parquet(written["train"], columns=["agent_name"])["agent_name"].tolist()
+    assert set(names) == {"demo_team"} and len(names) == 5 + 1  # one of each source held out
 
 
 def test_source_specs() -> None:

@@ -4,6 +4,8 @@ In VeRL the whole multi-turn response (every assistant turn and every tool respo
 `data.max_response_length`, after a prompt that holds the tool schemas. With per-turn caps
 (GAIA_TURN_TOKENS for what a turn may sample, GAIA_TOOL_TOKENS_PER_TURN for what the environment
 adds after it) a turn costs at most their sum, so how many turns fit is arithmetic, not hope.
+A team's roles share the one response: each delegation also costs its hand-off (the role's prompt
+with its tool schemas, mask 0), and the turns are every role's together.
 """
 
 from __future__ import annotations
@@ -23,13 +25,18 @@ class Budget:
     """Tokens of the longest rendered prompt, tool schemas included; None when it was not counted."""
     tool_output_tokens: int | None = None
     """Estimated tokens of one tool output at the character cap; None when not estimated."""
+    delegations: int = 0
+    """A team's max_delegations; 0 for one agent."""
+    handoff_tokens: int | None = None
+    """Tokens of the longest hand-off to a team's role (its prompt, the task, its schemas); None: not counted."""
 
     @property
     def turns_that_fit(self) -> int | None:
-        """Turns guaranteed to fit: n turns cost n * turn_tokens + (n - 1) * tool_tokens."""
+        """Turns guaranteed to fit: n turns cost n * turn_tokens + (n - 1) * tool_tokens, after the hand-offs."""
         if self.turn_tokens is None or self.tool_tokens is None:
             return None
-        return (self.response_length + self.tool_tokens) // (self.turn_tokens + self.tool_tokens)
+        room = self.response_length - self.delegations * (self.handoff_tokens or 0)
+        return max(0, (room + self.tool_tokens) // (self.turn_tokens + self.tool_tokens))
 
     def problems(self) -> list[str]:
         """Each way the settings contradict each other, as one sentence that says what to change."""
@@ -55,11 +62,20 @@ class Budget:
         fit = self.turns_that_fit
         if fit is not None and fit < self.max_turns:
             assert self.turn_tokens is not None and self.tool_tokens is not None
-            needed = self.max_turns * self.turn_tokens + (self.max_turns - 1) * self.tool_tokens
+            needed = (
+                self.max_turns * self.turn_tokens
+                + (self.max_turns - 1) * self.tool_tokens
+                + self.delegations * (self.handoff_tokens or 0)
+            )
+            handoffs = (
+                f" and {self.delegations} hand-offs of {self.handoff_tokens} tokens"
+                if self.delegations and self.handoff_tokens
+                else ""
+            )
             found.append(
                 f"only {fit} of max_assistant_turns={self.max_turns} turns fit in data.max_response_length "
                 f"({self.response_length}) at {self.turn_tokens} sampled + {self.tool_tokens} tool tokens a "
-                f"turn: raise RESPONSE_LENGTH to {needed}, or lower MAX_TURNS, TURN_TOKENS or "
+                f"turn{handoffs}: raise RESPONSE_LENGTH to {needed}, or lower MAX_TURNS, TURN_TOKENS or "
                 "TOOL_TOKENS_PER_TURN"
             )
         return found
@@ -94,6 +110,14 @@ class Budget:
             ("sampled tokens per turn (GAIA_TURN_TOKENS)", self.turn_tokens),
             ("tool tokens per turn (GAIA_TOOL_TOKENS_PER_TURN)", self.tool_tokens),
             ("one tool output at the character cap, estimated", self.tool_output_tokens),
+            *(
+                [
+                    ("delegations (a team's max_delegations)", self.delegations),
+                    ("longest hand-off to a role, schemas included", self.handoff_tokens),
+                ]
+                if self.delegations
+                else []
+            ),
             ("turns that fit", self.turns_that_fit),
             ("turns asked for (max_assistant_turns)", self.max_turns),
         ]

@@ -67,6 +67,12 @@ def _add_dataset(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
+        "--agent-name",
+        default=ds.AGENT_NAME,
+        help=f"VeRL agent loop of every row that names none (default {ds.AGENT_NAME}; a team of agent.yaml, "
+        "e.g. demo_team, plays the rows as a team)",
+    )
+    p.add_argument(
         "--mount",
         default=ds.DEFAULT_MOUNT,
         help=f"where the environment serves the snapshot root (default {ds.DEFAULT_MOUNT})",
@@ -149,6 +155,7 @@ def _cmd_dataset(args: argparse.Namespace) -> int:
         task_sources=[TaskSource.parse(spec) for spec in args.tasks],
         gaia_weight=args.gaia_weight,
         dataset_root=args.dataset_root,
+        agent_name=args.agent_name,
     )
     for name, path in written.items():
         import pandas as pd

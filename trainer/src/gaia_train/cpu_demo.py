@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from . import dataset as ds
 from .demo_data import DEMO_TASKS
 from .episode import EpisodeLimits, Stop
 from .mcp_session import McpSettings, McpToolSession
+from .team import Team
 from .tiny_model import build_tokenizer
 from .trl_grpo import Episode, run_tape_episode
 
@@ -166,3 +167,95 @@ def warm_start(
         optimizer.step()
         losses.append(loss.item())
     return losses
+
+
+# -- the demo team (gaia_train/config/teams/demo_team.toml) on the csv-revenue task -----------------
+
+TEAM = "demo_team"
+TEAM_SERVERS = "filesystem-server,documents-csv-server,terminal-server"
+"""Every server the demo team's roles use: the researcher's two, the coder's terminal."""
+TEAM_TASK = "csv-revenue"
+TEAM_ANSWERS = ("3070", "2595")
+"""The North region's revenue (the right answer), and the South's: a warm-started model picks either,
+so a GRPO group of a few episodes almost always has rewards to compare."""
+TEAM_LIMITS = EpisodeLimits(max_turns=3, episode_timeout_s=300)
+NOTE = "notes.txt"
+
+
+def _turn(name: str, arguments: dict[str, Any]) -> str:
+    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call><|im_end|>"
+
+
+def team_turns(task: DemoTaskRow, answer: str) -> list[str]:
+    """The demo team's turns in tape order: the researcher leaves a note in the workspace and
+    delegates, the coder reads the note and computes in the terminal sandbox, both answer `answer`."""
+    code = (
+        "import csv; print(sum(int(r['units']) * int(r['unit_price']) "
+        f"for r in csv.DictReader(open('{task.attachment}')) if r['region'] == 'North'))"
+    )
+    return [
+        _turn(
+            "write_file",
+            {"path": NOTE, "content": f"Revenue = units * unit_price, North rows of {task.attachment}"},
+        ),
+        _turn("delegate", {"role": "coder", "task": f"Compute what {NOTE} says; answer with the number."}),
+        _turn(
+            "execute_command", {"command": f'cat {NOTE}; echo; python3 -c "{code}"', "output_format": "text"}
+        ),
+        answer_turn(answer),
+        answer_turn(answer),
+    ]
+
+
+async def team_corpus(task: DemoTaskRow, team: Team, mcp: McpSettings) -> list[str]:
+    """As `corpus`, for the team: the coordinator's prompt, the coder's hand-off prompt, the turns."""
+    from .delegation import lead_messages, role_messages
+
+    probe = build_tokenizer(["-"], vocab_size=300)
+    texts = []
+    lead, coder = team.lead, team.roles["coder"]
+    for role, messages in (
+        (lead, lead_messages(team, task.row["prompt"])),
+        (coder, role_messages(coder, lead, "-")),
+    ):
+        async with McpToolSession(replace(mcp, servers=role.servers_header, tools=role.tools)) as session:
+            tools = session.openai_tools() + ([team.delegate_tool(role)] if role.delegates_to else [])
+        texts.append(probe.apply_chat_template(messages, tools=tools, tokenize=False))
+    for answer in TEAM_ANSWERS:
+        texts += team_turns(task, answer)
+    return texts
+
+
+async def scripted_team_episodes(
+    task: DemoTaskRow,
+    tokenizer: Any,
+    team: Team,
+    mcp: McpSettings,
+    response_length: int = 4096,
+    repeats: int = 1,
+) -> list[Episode]:
+    """Scripted demo-team episodes through the gateway: `repeats` for each of `TEAM_ANSWERS`, in that order.
+
+    The terminal's output differs from run to run (its timing): with several episodes per answer the
+    warm-start cannot tie an answer to one output, and the model keeps choosing among them."""
+    plans = [answer for answer in TEAM_ANSWERS for _ in range(repeats)]
+    episodes: list[Episode | None] = [None] * len(plans)
+
+    async def one(index: int) -> None:
+        turns = team_turns(task, plans[index])
+        episodes[index] = await run_tape_episode(
+            task.row["prompt"], tokenizer, scripted(turns, tokenizer), mcp, TEAM_LIMITS, response_length, team
+        )
+
+    async with anyio.create_task_group() as group:
+        for index in range(len(plans)):
+            group.start_soon(one, index)
+    done = [e for e in episodes if e is not None]
+    for episode in done:
+        if episode.result.stop is not Stop.ANSWER or episode.result.metrics.tool_errors:
+            raise RuntimeError(
+                f"the scripted team episode ended with {episode.result.stop} and "
+                f"{episode.result.metrics.tool_errors} tool errors; is the gateway serving {TEAM_SERVERS} "
+                "with the demo data as its dataset dir?"
+            )
+    return done

@@ -147,7 +147,7 @@ def user_prompt(task: GaiaTask, mount: str) -> str:
     return text
 
 
-def to_row(task: GaiaTask, index: int, mount: str) -> dict[str, Any]:
+def to_row(task: GaiaTask, index: int, mount: str, agent_name: str = AGENT_NAME) -> dict[str, Any]:
     return {
         "prompt": [
             {"role": "system", "content": SYSTEM_PROMPT},
@@ -170,7 +170,7 @@ def to_row(task: GaiaTask, index: int, mount: str) -> dict[str, Any]:
             "mcp_servers": "",
             "mcp_tools": "",
         },
-        "agent_name": AGENT_NAME,
+        "agent_name": agent_name,
     }
 
 
@@ -230,12 +230,14 @@ def build(
     task_sources: list[TaskSource] | None = None,
     gaia_weight: float = 1.0,
     dataset_root: Path | None = None,
+    agent_name: str = AGENT_NAME,
 ) -> dict[str, Path]:
     """Write train.parquet and test.parquet (and gaia_test_inference.parquet if asked).
 
     With `task_sources`, the tasks of other suites join GAIA's: each source keeps its own held-out
     share (`test_size` applies to each), and its training rows are taken `weight` times (a sample
-    below 1, repeats above), shuffled together with the seed.
+    below 1, repeats above), shuffled together with the seed. `agent_name` is the VeRL agent loop of
+    every row that does not name its own (a task file's line may): gaia_agent, or a team's.
     """
     if not mount.startswith("/"):
         raise DatasetError(f"--mount must be an absolute path inside the environment, got {mount!r}")
@@ -251,12 +253,12 @@ def build(
         if hidden:
             raise DatasetError(f"validation tasks with a hidden answer ('?'): {', '.join(hidden[:5])}")
         train, test = stratified_split(validation, test_size, seed, train_size)
-        train_rows += weighted([to_row(t, 0, mount) for t in train], gaia_weight, rng)
-        test_rows += [to_row(t, 0, mount) for t in test]
+        train_rows += weighted([to_row(t, 0, mount, agent_name) for t in train], gaia_weight, rng)
+        test_rows += [to_row(t, 0, mount, agent_name) for t in test]
     root = Path(dataset_root or snapshot or (sources[0].path.parent if sources else "."))
     for source in sources:
         try:
-            rows = load_task_file(source.path, root, mount)
+            rows = load_task_file(source.path, root, mount, agent_name)
         except TaskFileError as exc:
             raise DatasetError(str(exc)) from None
         rng.shuffle(rows)

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from .mcp_session import McpToolSession, ToolOutcome
+from .mcp_session import ToolOutcome
 from .reward import final_answer
 from .toolcalls import ToolCall, parse_tool_calls, strip_tool_calls
 
@@ -38,6 +38,16 @@ class Generation:
     truncated: bool = False
     """The turn stopped at its token limit rather than by itself."""
     reasoning: str | None = None
+
+
+class ToolSession(Protocol):
+    """What an episode calls its tools through: an MCP session (`McpToolSession`), or a team role's."""
+
+    session_id: str
+
+    def openai_tools(self) -> list[dict[str, Any]]: ...
+
+    async def call(self, call: ToolCall) -> ToolOutcome: ...
 
 
 class Policy(Protocol):
@@ -148,7 +158,7 @@ def _tool_message(call: ToolCall, outcome: ToolOutcome) -> dict[str, Any]:
 async def run_episode(
     messages: list[dict[str, Any]],
     policy: Policy,
-    connect: Callable[[], AbstractAsyncContextManager[McpToolSession]],
+    connect: Callable[[], AbstractAsyncContextManager[ToolSession]],
     limits: EpisodeLimits,
 ) -> EpisodeResult:
     """Run one episode in its own MCP session; the session is closed however the episode ends."""
@@ -221,7 +231,7 @@ def _no_call_stop(generation: Generation, policy: Policy) -> Stop:
     return Stop.TURN_LENGTH if policy.budget_left() else Stop.RESPONSE_BUDGET
 
 
-async def _call_all(tools: McpToolSession, calls: list[ToolCall], limit: int) -> list[ToolOutcome]:
+async def _call_all(tools: ToolSession, calls: list[ToolCall], limit: int) -> list[ToolOutcome]:
     outcomes: list[ToolOutcome | None] = [None] * len(calls)
     gate = anyio.Semaphore(limit)
 

@@ -255,9 +255,11 @@ def _describe_parameters(schema: dict[str, Any]) -> str:
 class McpToolSession:
     """Async context manager around one MCP client session; see the module docstring."""
 
-    def __init__(self, settings: McpSettings, session_id: str | None = None):
+    def __init__(self, settings: McpSettings, session_id: str | None = None, *, end_session: bool = True):
+        """`end_session=False` leaves the workspace to whoever else uses `session_id` (a team's other roles)."""
         self.settings = settings
         self.session_id = session_id or f"gaia-train-{uuid.uuid4().hex}"
+        self.end_session = end_session
         self.tools: dict[str, Tool] = {}
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
         self._client: Client | None = None
@@ -281,8 +283,9 @@ class McpToolSession:
                     headers=self._headers(), timeout=httpx2.Timeout(30.0, read=300.0), verify=_ssl_context()
                 )
             )
-            # Pushed before the client, so it runs after the client has closed.
-            self._stack.push_async_callback(self._delete_session, http)
+            if self.end_session:
+                # Pushed before the client, so it runs after the client has closed.
+                self._stack.push_async_callback(self._delete_session, http)
             transport = streamable_http_client(self.settings.url, http_client=http)
             mode, prior = _connect_mode(self.settings)
             self._client = await self._stack.enter_async_context(

@@ -6,11 +6,13 @@ A task file is JSONL, one task a line:
      "attachment": "files/a.csv",                             relative to the file's folder
      "data_source": "my-suite", "task_type": "qa", "id": "t1",
      "scorer": "exact" | "numeric" | "gaia" | "package.module:function", "tolerance": 0.01,
-     "servers": "documents-csv-server,filesystem-server", "tools": ["read_csv"]}
+     "servers": "documents-csv-server,filesystem-server", "tools": ["read_csv"],
+     "agent_name": "demo_team"}
 
 `scorer` picks how `reward.routed_reward_func` scores the row (default "exact"); `servers` and
 `tools` select what the row's episode sees (per-sample tools: the loop sends them as
-MCP-Servers and lists only those schemas in the prompt). An attachment must lie under the
+MCP-Servers and lists only those schemas in the prompt); `agent_name` picks the VeRL agent loop that
+plays the row (a team registered in agent.yaml, say). An attachment must lie under the
 folder the environment serves as the dataset (`dataset_root`), so the prompt can name it at
 its path inside the environment.
 """
@@ -27,7 +29,7 @@ from .reward import BUILTIN_SCORERS
 
 ALLOWED_KEYS = {
     "question", "answer", "attachment", "data_source", "task_type", "id",
-    "scorer", "tolerance", "servers", "tools",
+    "scorer", "tolerance", "servers", "tools", "agent_name",
 }  # fmt: skip
 
 
@@ -91,8 +93,19 @@ def _attachment(task: dict[str, Any], file: Path, dataset_root: Path, mount: str
     return f"{mount.rstrip('/')}/{inside.as_posix()}"
 
 
-def _row(task: dict[str, Any], file: Path, dataset_root: Path, mount: str, where: str) -> dict[str, Any]:
-    from .dataset import AGENT_NAME, SYSTEM_PROMPT
+def _agent_name(task: dict[str, Any], default: str, where: str) -> str:
+    name = task.get("agent_name", default)
+    if not isinstance(name, str) or not name.strip():
+        raise TaskFileError(
+            f"{where}: 'agent_name' must name an agent loop of agent.yaml, such as gaia_agent"
+        )
+    return name.strip()
+
+
+def _row(
+    task: dict[str, Any], file: Path, dataset_root: Path, mount: str, where: str, agent_name: str
+) -> dict[str, Any]:
+    from .dataset import SYSTEM_PROMPT
 
     unknown = sorted(set(task) - ALLOWED_KEYS)
     if unknown:
@@ -126,11 +139,13 @@ def _row(task: dict[str, Any], file: Path, dataset_root: Path, mount: str, where
             "mcp_servers": _names(task.get("servers"), where, "servers"),
             "mcp_tools": _names(task.get("tools"), where, "tools"),
         },
-        "agent_name": AGENT_NAME,
+        "agent_name": _agent_name(task, agent_name, where),
     }
 
 
-def load_task_file(path: Path, dataset_root: Path, mount: str) -> list[dict[str, Any]]:
+def load_task_file(
+    path: Path, dataset_root: Path, mount: str, agent_name: str = "gaia_agent"
+) -> list[dict[str, Any]]:
     """The rows of one task file, in file order; every problem names its line."""
     path = Path(path)
     if not path.is_file():
@@ -146,7 +161,7 @@ def load_task_file(path: Path, dataset_root: Path, mount: str) -> list[dict[str,
             raise TaskFileError(f"{where}: not valid JSON ({exc.msg})") from None
         if not isinstance(task, dict):
             raise TaskFileError(f"{where}: a task is a JSON object")
-        rows.append(_row(task, path, dataset_root, mount, where))
+        rows.append(_row(task, path, dataset_root, mount, where, agent_name))
     if not rows:
         raise TaskFileError(f"task file {path} has no tasks")
     return rows

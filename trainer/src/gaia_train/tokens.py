@@ -37,16 +37,23 @@ class TokenTape:
     response_mask: list[int] = field(default_factory=list)
     response_logprobs: list[float] | None = field(default_factory=list)
     tools: list[dict[str, Any]] | None = None
+    last_sampled: list[int] = field(default_factory=list)
+    """The ids of the latest sampled turn, whichever role sampled it: what the next context follows."""
 
     def __post_init__(self) -> None:
         if self.response_length < 1:
             raise ValueError(f"response_length must be at least 1, got {self.response_length}")
 
-    def _render(self, messages: list[dict[str, Any]]) -> str:
+    def _render(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        generation_prompt: bool = True,
+    ) -> str:
         return self.tokenizer.apply_chat_template(
             messages,
-            tools=self.tools or None,
-            add_generation_prompt=True,
+            tools=(self.tools if tools is None else tools) or None,
+            add_generation_prompt=generation_prompt,
             tokenize=False,
             **self.chat_template_kwargs,
         )
@@ -73,6 +80,7 @@ class TokenTape:
     def add_sampled(self, ids: list[int], logprobs: list[float] | None) -> None:
         """Ids exactly as sampled: mask 1. Log-probs are kept only while every turn has them."""
         ids = list(ids)[: self.remaining]
+        self.last_sampled = ids
         self.response_ids += ids
         self.response_mask += [1] * len(ids)
         if self.response_logprobs is not None and logprobs is not None and len(logprobs) >= len(ids):
@@ -94,12 +102,29 @@ class TokenTape:
         next; the part of that the model already sampled (its end-of-turn token, normally)
         is not added twice.
         """
+        return self._after_turn(last_sampled, tool_messages, generation_prompt=True)
+
+    def hand_off(
+        self, last_sampled: list[int], messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> list[int]:
+        """The ids that end the last sampled turn and open another role's own prompt on this tape.
+
+        The role's prompt (`messages`: its system prompt and task, with its `tools`) is rendered as
+        the chat template renders any episode's prompt, so the role sees its tools in the form the
+        model knows; what came before stays in its context.
+        """
+        closing = self._after_turn(last_sampled, [], generation_prompt=False)
+        return closing + self._encode(self._render(messages, tools))
+
+    def _after_turn(
+        self, last_sampled: list[int], following: list[dict[str, Any]], generation_prompt: bool
+    ) -> list[int]:
         context = [
             {"role": "user", "content": "-"},
             {"role": "assistant", "content": _TURN_MARK},
-            *tool_messages,
+            *following,
         ]
-        text = self._render(context)
+        text = self._render(context, generation_prompt=generation_prompt)
         at = text.find(_TURN_MARK)
         if at < 0:
             raise ValueError(
@@ -141,6 +166,10 @@ def _cut(message: dict[str, Any], keep: int) -> dict[str, Any]:
     return {**message, "content": content[:keep] + note}
 
 
+class NoRoom(RuntimeError):
+    """A role cannot be handed the tape: its prompt does not fit in what is left of the response budget."""
+
+
 class TokenPolicy:
     """A `Policy` over a `TokenTape`: generation sees the tape's ids, never re-rendered text.
 
@@ -165,17 +194,26 @@ class TokenPolicy:
         self.generate_ids = generate_ids
         self.turn_tokens = turn_tokens
         self.tool_tokens = tool_tokens
-        self._last_sampled: list[int] = []
 
     async def start(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> None:
-        self.tape.begin(messages, tools)
+        """A fresh tape gets the prompt; a tape in use (a team's) is handed to this role, mask 0."""
+        if not self.tape.prompt_ids:
+            self.tape.begin(messages, tools)
+            return
+        ids = self.tape.hand_off(self.tape.last_sampled, messages, tools)
+        # The role needs room for its prompt and at least one token of its own.
+        if len(ids) >= self.tape.remaining:
+            raise NoRoom(
+                f"the role's prompt with its {len(tools)} tool schemas is {len(ids)} tokens and only "
+                f"{self.tape.remaining} of the response budget are left"
+            )
+        self.tape.add_context(ids)
 
     async def generate(self, messages: list[dict[str, Any]]) -> Generation:
         budget = min(self.tape.remaining, self.turn_tokens or self.tape.remaining)
         ids, logprobs = await self.generate_ids(self.tape.prompt_ids + self.tape.response_ids, budget)
-        self.tape.add_sampled(ids, logprobs)
-        self._last_sampled = list(ids)[:budget]
-        return Generation(text=self.tape.decode(self._last_sampled), truncated=len(ids) >= budget)
+        self.tape.add_sampled(list(ids)[:budget], logprobs)
+        return Generation(text=self.tape.decode(self.tape.last_sampled), truncated=len(ids) >= budget)
 
     async def observe(self, tool_messages: list[dict[str, Any]]) -> bool:
         ids = self._fit(tool_messages)
@@ -187,13 +225,15 @@ class TokenPolicy:
 
     def _fit(self, tool_messages: list[dict[str, Any]]) -> list[int] | None:
         """The scaffold ids for `tool_messages`, cut to `tool_tokens`; None when even empty ones do not fit."""
-        ids = self.tape.scaffold(self._last_sampled, tool_messages)
+        ids = self.tape.scaffold(self.tape.last_sampled, tool_messages)
         limit = self.tool_tokens
         if limit is None or len(ids) <= limit:
             return ids
         lengths = [len(str(m.get("content") or "")) for m in tool_messages]
         empty = [{**m, "content": ""} for m in tool_messages]
-        overhead = len(self.tape.scaffold(self._last_sampled, empty)) + 40 * len(tool_messages)  # the notes
+        overhead = len(self.tape.scaffold(self.tape.last_sampled, empty)) + 40 * len(
+            tool_messages
+        )  # the notes
         if overhead >= limit:
             return None
         chars_per_token = sum(lengths) / max(1, len(ids) - overhead)
@@ -202,7 +242,7 @@ class TokenPolicy:
             cut = [
                 _cut(m, keep) for m, keep in zip(tool_messages, _shares(lengths, budget_chars), strict=True)
             ]
-            ids = self.tape.scaffold(self._last_sampled, cut)
+            ids = self.tape.scaffold(self.tape.last_sampled, cut)
             if len(ids) <= limit:
                 tool_messages[:] = cut  # what the model sees is what the trajectory records
                 return ids

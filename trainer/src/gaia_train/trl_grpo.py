@@ -28,9 +28,11 @@ import torch
 from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
 
+from .delegation import TeamResult, run_team_episode
 from .episode import EpisodeLimits, EpisodeResult, run_episode
 from .mcp_session import McpSettings, McpToolSession
 from .reward import gaia_reward_func
+from .team import Team
 from .tiny_model import sample
 from .tokens import GenerateIds, TokenPolicy, TokenTape
 
@@ -41,6 +43,8 @@ class Episode:
 
     tape: TokenTape
     result: EpisodeResult
+    """For a team, the whole team as one episode (`TeamResult.episode_result`)."""
+    team: TeamResult | None = None
 
 
 def grpo_dataset(rows: Sequence[dict[str, Any]]) -> Dataset:
@@ -65,11 +69,17 @@ async def run_tape_episode(
     mcp: McpSettings,
     limits: EpisodeLimits,
     response_length: int,
+    team: Team | None = None,
 ) -> Episode:
-    """One episode through the gateway, its tokens kept on a fresh tape."""
+    """One episode through the gateway (of `team`, when given), its tokens kept on a fresh tape."""
     tape = TokenTape(tokenizer, response_length)
-    result = await run_episode(messages, TokenPolicy(tape, generate_ids), lambda: McpToolSession(mcp), limits)
-    return Episode(tape, result)
+    if team is None:
+        result = await run_episode(
+            messages, TokenPolicy(tape, generate_ids), lambda: McpToolSession(mcp), limits
+        )
+        return Episode(tape, result)
+    played = await run_team_episode(messages, team, lambda: TokenPolicy(tape, generate_ids), mcp, limits)
+    return Episode(tape, played.episode_result(), played)
 
 
 @dataclass
@@ -83,6 +93,8 @@ class GaiaRollout:
     temperature: float = 1.0
     max_concurrent: int = 16
     seed: int = 0
+    team: Team | None = None
+    """Play every prompt with this team (TRL hands rollout_func the prompts only, so one run plays one agent)."""
     episodes: list[Episode] = field(default_factory=list)
     """Every episode of the run, in step order (for tests and reports)."""
 
@@ -117,7 +129,13 @@ class GaiaRollout:
         async def one(index: int) -> None:
             async with gate:
                 episodes[index] = await run_tape_episode(
-                    prompts[index], self.tokenizer, generate_ids, self.mcp, self.limits, self.response_length
+                    prompts[index],
+                    self.tokenizer,
+                    generate_ids,
+                    self.mcp,
+                    self.limits,
+                    self.response_length,
+                    self.team,
                 )
 
         async with anyio.create_task_group() as group:

@@ -6,6 +6,11 @@ variables (MCP_SERVER_URL, MCP_SERVERS, MCP_AUTH_TOKEN, GAIA_TOOL_TIMEOUT_S,
 GAIA_EPISODE_TIMEOUT_S, GAIA_TURN_TOKENS, GAIA_TOOL_TOKENS_PER_TURN), then the rollout config
 (multi_turn.max_assistant_turns, max_parallel_calls, max_tool_response_length) and defaults.
 
+With `team` (a team file or the name of a shipped one, see `gaia_train.team`) the loop plays that team
+instead: every role on the one token tape, so the trajectory VeRL trains on holds every role's
+sampled tokens with mask 1 (see `gaia_train.delegation`). agent.yaml registers one entry per team,
+named as the rows' `agent_name`.
+
 The episode's own final answer goes to the reward as `extra_fields["gaia_answer"]` (VeRL's naive
 reward manager merges extra_fields into the reward function's extra_info), so what is scored is what
 the agent answered, not an `<answer>` tag that a tool's output or its reasoning happened to hold.
@@ -20,9 +25,11 @@ from typing import Any
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
 
+from .delegation import TeamResult, run_team_episode
 from .episode import EpisodeLimits, EpisodeResult, run_episode
 from .mcp_session import McpSettings, McpToolSession, for_row
 from .reward import ANSWER_KEY
+from .team import Team, load_team
 from .tokens import TokenPolicy, TokenTape
 
 log = logging.getLogger(__name__)
@@ -66,6 +73,7 @@ class GaiaAgentLoop(AgentLoopBase):
         episode_timeout_s: float | None = None,
         turn_tokens: int | None = None,
         tool_tokens_per_turn: int | None = None,
+        team: str | None = None,
         **kwargs: Any,
     ):
         # VeRL hands every agent loop its own tool list; this loop's tools come from MCP.
@@ -94,6 +102,7 @@ class GaiaAgentLoop(AgentLoopBase):
             call_timeout_s=tool_timeout_s or _env_float("GAIA_TOOL_TIMEOUT_S"),
             max_output_chars=max(max_output, 100),
         )
+        self.team: Team | None = load_team(team) if team else None
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         if "raw_prompt" not in kwargs:
@@ -124,18 +133,30 @@ class GaiaAgentLoop(AgentLoopBase):
                 server_fields["max_global_steps"] = output.extra_fields["max_global_steps"]
             return list(output.token_ids), output.log_probs
 
-        result = await run_episode(
-            messages,
-            TokenPolicy(tape, generate_ids, turn_tokens=self.turn_tokens, tool_tokens=self.tool_tokens),
-            lambda: McpToolSession(for_row(self.mcp, kwargs.get("extra_info"))),
-            self.limits,
-        )
-        return self._output(tape, result, server_fields)
+        def new_policy() -> TokenPolicy:
+            return TokenPolicy(tape, generate_ids, turn_tokens=self.turn_tokens, tool_tokens=self.tool_tokens)
+
+        if self.team is None:
+            result = await run_episode(
+                messages,
+                new_policy(),
+                lambda: McpToolSession(for_row(self.mcp, kwargs.get("extra_info"))),
+                self.limits,
+            )
+            return self._output(tape, result, server_fields)
+        _refuse_row_selection(self.team, kwargs.get("extra_info"))
+        team = await run_team_episode(messages, self.team, new_policy, self.mcp, self.limits)
+        return self._output(tape, team.episode_result(), server_fields, team)
 
     def _output(
-        self, tape: TokenTape, result: EpisodeResult, server_fields: dict[str, Any]
+        self,
+        tape: TokenTape,
+        result: EpisodeResult,
+        server_fields: dict[str, Any],
+        team: TeamResult | None = None,
     ) -> AgentLoopOutput:
         metrics = result.metrics
+        handoffs = len(team.delegations) if team else 0
         extra_fields = {
             **server_fields,
             "turn_scores": [],
@@ -146,14 +167,28 @@ class GaiaAgentLoop(AgentLoopBase):
             "gaia_tool_errors": metrics.tool_errors,
             "gaia_turns": metrics.turns,
             "gaia_stop": str(result.stop),
+            # Every row has the same keys (VeRL concatenates the workers' batches), teams or not.
+            "gaia_team": team.team if team else "",
+            "gaia_delegations": handoffs,
         }
         return AgentLoopOutput(
             prompt_ids=tape.prompt_ids,
             response_ids=tape.response_ids,
             response_mask=tape.response_mask,
             response_logprobs=tape.response_logprobs or None,
-            # the user turn, every assistant turn, every turn of tool responses
-            num_turns=1 + metrics.turns + metrics.tool_turns,
+            # the user turn, every assistant turn, every turn of tool responses, every hand-off
+            num_turns=1 + metrics.turns + metrics.tool_turns + handoffs,
             metrics={"generate_sequences": metrics.model_seconds, "tool_calls": metrics.tool_seconds},
             extra_fields=extra_fields,
+        )
+
+
+def _refuse_row_selection(team: Team, extra_info: Any) -> None:
+    """A team's roles bring their own servers; a row's own selection would be silently ignored."""
+    if not isinstance(extra_info, dict):
+        return
+    if for_row(McpSettings(), extra_info) != McpSettings():
+        raise ValueError(
+            f"the row selects servers or tools (extra_info mcp_servers/mcp_tools) but its agent_name is the "
+            f"team {team.name}, whose roles each bring their own: clear them in the row or edit the team file"
         )

@@ -127,6 +127,13 @@ def _check_agent_loops(config: Any) -> None:
                 raise ConfigError(f"{path}: cannot import {target}: {exc}") from exc
             if not hasattr(module, class_name):
                 raise ConfigError(f"{path}: {module_name} has no {class_name}")
+            if entry.get("team"):
+                from .team import TeamConfigError, load_team
+
+                try:
+                    load_team(str(entry.team))
+                except TeamConfigError as exc:
+                    raise ConfigError(f"{path}: agent loop {entry.name}: {exc}") from None
             names.add(str(entry.name))
     if agent.default_agent_loop not in names:
         raise ConfigError(
@@ -347,23 +354,80 @@ def _check_reward_on_a_right_answer(config: Any, rows: list[dict[str, Any]], rea
         )
 
 
+def _teams(config: Any, rows: list[dict[str, Any]]) -> list[Any]:
+    """The teams the rows select by agent_name (the agent.yaml entries with a team key)."""
+    from omegaconf import OmegaConf
+
+    from .team import load_team
+
+    path = config.actor_rollout_ref.rollout.agent.agent_loop_config_path
+    if not path:
+        return []
+    entries = {str(e.name): str(e.team) for e in OmegaConf.load(Path(path).expanduser()) if e.get("team")}
+    selected = {str(row.get("agent_name")) for row in rows}
+    return [load_team(entries[name]) for name in sorted(selected & set(entries))]
+
+
+def _longest_handoff(config: Any, tokenizer: Any, teams: list[Any], reach: Reach) -> int | None:
+    """Tokens of the longest hand-off of these teams: a delegated role's prompt with its tool schemas."""
+    import anyio
+    from omegaconf import OmegaConf
+
+    from .delegation import role_messages
+    from .mcp_session import McpSettings, McpToolSession
+    from .tokens import TokenTape
+
+    async def schemas(team: Any, role: Any) -> list[dict[str, Any]]:
+        settings = McpSettings.from_env(servers=role.servers_header, tools=role.tools)
+        with anyio.fail_after(30):
+            async with McpToolSession(settings) as session:
+                tools = session.openai_tools()
+        return tools + ([team.delegate_tool(role)] if role.delegates_to else [])
+
+    kwargs = config.data.get("apply_chat_template_kwargs")
+    kwargs = OmegaConf.to_container(kwargs) if OmegaConf.is_config(kwargs) else dict(kwargs or {})
+    tape = TokenTape(tokenizer, response_length=1, chat_template_kwargs=kwargs)
+    longest = 0
+    for team in teams:
+        for name in {n for role in team.roles.values() for n in role.delegates_to}:
+            role = team.roles[name]
+            try:
+                tools = anyio.run(schemas, team, role)
+            except Exception as exc:
+                reach.not_reached.append(
+                    f"the tools of team {team.name}'s {name} ({type(exc).__name__}: {exc}); its hand-offs "
+                    "were not counted"
+                )
+                return None
+            # The task itself is the delegating turn's text again: at most one turn's tokens more.
+            longest = max(longest, len(tape.hand_off([], role_messages(role, team.lead, ""), tools)))
+        reach.done.append(
+            f"counted the hand-offs of team {team.name}: at most {longest} tokens plus the task"
+        )
+    return longest
+
+
 def _budget(
-    config: Any, tokenizer: Any, rows: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    config: Any, tokenizer: Any, rows: list[dict[str, Any]], tools: list[dict[str, Any]] | None, reach: Reach
 ) -> Budget:
     from .verl_agent import env_tokens
 
     rollout = config.actor_rollout_ref.rollout
+    max_turns = int(rollout.multi_turn.max_assistant_turns or 32)
+    teams = _teams(config, rows)
     return Budget(
         model_len=int(
             rollout.max_model_len or config.data.max_prompt_length + config.data.max_response_length
         ),
         prompt_length=int(config.data.max_prompt_length),
         response_length=int(config.data.max_response_length),
-        max_turns=int(rollout.multi_turn.max_assistant_turns or 32),
+        max_turns=max([max_turns] + [team.max_turns(max_turns) for team in teams]),
         turn_tokens=env_tokens("GAIA_TURN_TOKENS"),
         tool_tokens=env_tokens("GAIA_TOOL_TOKENS_PER_TURN"),
         longest_prompt=None if tokenizer is None else _longest_prompt(config, tokenizer, rows, tools or []),
         tool_output_tokens=None if tokenizer is None else _tool_output_tokens(config, tokenizer, tools, rows),
+        delegations=max([0] + [team.max_delegations for team in teams]),
+        handoff_tokens=_longest_handoff(config, tokenizer, teams, reach) if teams and tokenizer else None,
     )
 
 
@@ -377,7 +441,7 @@ def reach(config: Any) -> Reach:
     rows = _rows(config)
     _check_reward_on_a_right_answer(config, rows, result)
     tools = _tool_schemas(result)
-    result.budget = _budget(config, tokenizer, rows, tools)
+    result.budget = _budget(config, tokenizer, rows, tools, result)
     problems = result.budget.problems()
     if problems:
         raise ConfigError(
