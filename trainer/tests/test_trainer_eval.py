@@ -143,6 +143,34 @@ def test_eval_scores_writes_trajectories_and_resumes(tmp_path, fake_mcp, agent_e
     assert len(read_jsonl(out / "trajectories.jsonl")) == 12
 
 
+def test_eval_of_a_mixed_dataset_scores_each_source_by_its_own_scorer(
+    tmp_path, fake_mcp, agent_endpoint, capsys
+) -> None:
+    _, base_url = agent_endpoint
+    rows = [ds.to_row(task(f"g{i}", 1, "7731"), i, "/data") for i in range(2)]
+    # The scripted agent answers 7731 every time; only each row's own scorer tells them apart.
+    for index, (truth, scorer) in enumerate([("7,731", "exact"), ("7731.4", "numeric")], start=2):
+        row = ds.to_row(task(f"s{index}", 1, truth), index, "/data")
+        row["data_source"] = "suite"
+        row["extra_info"] = {**row["extra_info"], "scorer": scorer, "tolerance": 0.001}
+        rows.append(row)
+    data = tmp_path / "rows.parquet"
+    pd.DataFrame(rows).to_parquet(data, index=False)
+    out = tmp_path / "eval"
+
+    assert main(eval_args(data, out, base_url, fake_mcp.url)) == 0
+    table = capsys.readouterr().out
+    assert re.search(r"pass@1 gaia \(n=2\)\s+1\.000", table)
+    assert re.search(r"pass@1 suite \(n=2\)\s+0\.500", table)
+    records = {r["task_id"]: r for r in read_jsonl(out / "trajectories.jsonl")}
+    # GAIA's scorer would say 1 to "7,731" and 0 to 7731.4; exact and numeric say the opposite.
+    assert records["s2"]["reward"] == 0.0 and records["s3"]["reward"] == 1.0
+    assert records["s2"]["data_source"] == "suite" and records["g0"]["data_source"] == "gaia"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["pass_at_1_by_source"] == {"gaia": 1.0, "suite": 0.5}
+    assert summary["episodes_by_source"] == {"gaia": 2, "suite": 2}
+
+
 def test_eval_model_errors_are_kept_apart_and_retried(tmp_path, fake_mcp, agent_endpoint, capsys) -> None:
     _, base_url = agent_endpoint
     data = write_rows(tmp_path / "rows.parquet", [task("ok", 1, "7731"), task("bad", 1, "1", "broken?")])

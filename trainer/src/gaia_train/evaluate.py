@@ -3,7 +3,7 @@
 Episodes run with bounded concurrency. Each finished episode is appended to
 `trajectories.jsonl` at once, so an interrupted run resumes where it stopped (finished task
 ids are skipped). Episodes that could not run (endpoint or gateway down) go to `errors.jsonl`
-and are tried again on the next run. The summary (pass@1 overall and by level, turns, tool
+and are tried again on the next run. The summary (pass@1 overall, by level and by data source, turns, tool
 calls, tool error rate, time split) is printed, saved as summary.json and drawn in summary.png.
 """
 
@@ -24,7 +24,7 @@ from .dataset import HIDDEN_ANSWER
 from .episode import EpisodeLimits, Stop, run_episode
 from .mcp_session import EnvironmentUnavailable, McpSettings, McpToolSession, for_row
 from .openai_policy import EndpointSettings, OpenAIPolicy, episode_client
-from .reward import ANSWER_KEY, gaia_reward_func
+from .reward import ANSWER_KEY, routed_reward_func
 
 TRAJECTORIES = "trajectories.jsonl"
 ERRORS = "errors.jsonl"
@@ -78,15 +78,13 @@ async def _run_one(
             list(row["prompt"]), policy, lambda: McpToolSession(for_row(mcp, row.get("extra_info"))), limits
         )
     hidden = truth.strip() == HIDDEN_ANSWER
-    reward = (
-        None
-        if hidden
-        else gaia_reward_func(
-            row.get("data_source", "gaia"), result.final_text, truth, {ANSWER_KEY: result.answer}
-        )
-    )
+    source = str(row.get("data_source", "gaia"))
+    # The row's own scorer, as in training (reward.routed_reward_func): GAIA's for GAIA rows.
+    info = {**row.get("extra_info", {}), ANSWER_KEY: result.answer}
+    reward = None if hidden else routed_reward_func(source, result.final_text, truth, info)
     return {
         "task_id": _task_id(row),
+        "data_source": source,
         "level": int(row["extra_info"].get("level", 0)),
         "ground_truth": None if hidden else truth,
         "answer": result.answer,
@@ -186,8 +184,10 @@ def _mean(values: list[float]) -> float:
 def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     scored = [r for r in records if r["reward"] is not None]
     by_level: dict[int, list[float]] = defaultdict(list)
+    by_source: dict[str, list[float]] = defaultdict(list)
     for record in scored:
         by_level[int(record["level"])].append(float(record["reward"]))
+        by_source[record.get("data_source", "gaia")].append(float(record["reward"]))
     tools: Counter[str] = Counter()
     for record in records:
         tools.update(record["metrics"]["tool_calls"])
@@ -201,6 +201,8 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         "pass_at_1": _mean([float(r["reward"]) for r in scored]),
         "pass_at_1_by_level": {str(k): _mean(v) for k, v in sorted(by_level.items())},
         "episodes_by_level": {str(k): len(v) for k, v in sorted(by_level.items())},
+        "pass_at_1_by_source": {k: _mean(v) for k, v in sorted(by_source.items())},
+        "episodes_by_source": {k: len(v) for k, v in sorted(by_source.items())},
         "mean_turns": _mean([r["metrics"]["turns"] for r in records]),
         "mean_tool_calls": _mean([r["metrics"]["total_tool_calls"] for r in records]),
         "tool_calls_by_tool": dict(tools.most_common()),
@@ -226,6 +228,9 @@ def format_table(summary: dict[str, Any]) -> str:
     ]
     for level, value in summary["pass_at_1_by_level"].items():
         lines.append((f"pass@1 level {level} (n={summary['episodes_by_level'][level]})", value))
+    if len(summary["pass_at_1_by_source"]) > 1:  # a mixed dataset: each suite by its own scorer
+        for source, value in summary["pass_at_1_by_source"].items():
+            lines.append((f"pass@1 {source} (n={summary['episodes_by_source'][source]})", value))
     lines += [
         ("mean turns", summary["mean_turns"]),
         ("mean tool calls", summary["mean_tool_calls"]),
