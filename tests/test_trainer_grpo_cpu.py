@@ -181,3 +181,22 @@ def test_trl_grpo_steps_through_the_real_gateway(demo: Path, gateway: RunningGat
     assert all(e.result.metrics.total_tool_calls >= 1 for e in rewarded)
     logged = [entry["reward"] for entry in trainer.state.log_history if "reward" in entry]
     assert len(logged) == STEPS
+
+
+def test_the_trl_reward_scores_each_row_by_its_own_scorer() -> None:
+    rows = [
+        {"prompt": [], "data_source": "gaia", "reward_model": {"ground_truth": "7731"},
+         "extra_info": {"task_id": "g", "scorer": "gaia"}},
+        {"prompt": [], "data_source": "suite", "reward_model": {"ground_truth": "7,731"},
+         "extra_info": {"task_id": "e", "scorer": "exact"}},
+        {"prompt": [], "data_source": "suite", "reward_model": {"ground_truth": "7731.4"},
+         "extra_info": {"task_id": "n", "scorer": "numeric", "tolerance": 0.001}},
+    ]  # fmt: skip
+    columns = grpo_dataset(rows).to_dict()
+    rewards = gaia_grpo_reward(
+        prompts=columns["prompt"], completions=[[]] * 3, gaia_answer=["7731"] * 3,
+        gaia_solution=["<answer>7731</answer>"] * 3, **{k: columns[k] for k in ("ground_truth", "data_source",
+        "scorer", "tolerance")},
+    )  # fmt: skip
+    # 7731 is not "7,731" to exact match, and is within 0.1% of 7731.4, as GAIA's scorer would not say.
+    assert rewards == [1.0, 0.0, 1.0]

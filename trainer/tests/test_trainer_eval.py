@@ -163,7 +163,7 @@ def test_eval_of_a_mixed_dataset_scores_each_source_by_its_own_scorer(
     assert re.search(r"pass@1 gaia \(n=2\)\s+1\.000", table)
     assert re.search(r"pass@1 suite \(n=2\)\s+0\.500", table)
     records = {r["task_id"]: r for r in read_jsonl(out / "trajectories.jsonl")}
-    # GAIA's scorer would say 1 to "7,731" and 0 to 7731.4; exact and numeric say the opposite.
+    # Exact match refuses 7731 for "7,731"; numeric accepts it for 7731.4, where GAIA's scorer would not.
     assert records["s2"]["reward"] == 0.0 and records["s3"]["reward"] == 1.0
     assert records["s2"]["data_source"] == "suite" and records["g0"]["data_source"] == "gaia"
     summary = json.loads((out / "summary.json").read_text())

@@ -31,7 +31,7 @@ from trl import GRPOConfig, GRPOTrainer
 from .delegation import TeamResult, run_team_episode
 from .episode import EpisodeLimits, EpisodeResult, run_episode
 from .mcp_session import McpSettings, McpToolSession
-from .reward import gaia_reward_func
+from .reward import ANSWER_KEY, SCORER_KEY, routed_reward_func
 from .team import Team
 from .tiny_model import sample
 from .tokens import GenerateIds, TokenPolicy, TokenTape
@@ -56,6 +56,9 @@ def grpo_dataset(rows: Sequence[dict[str, Any]]) -> Dataset:
                 "ground_truth": str(row["reward_model"]["ground_truth"]),
                 "data_source": row["data_source"],
                 "task_id": row["extra_info"]["task_id"],
+                # The row's scorer (a mixed dataset's suites: reward.routed_reward_func).
+                "scorer": str(row["extra_info"].get(SCORER_KEY) or ""),
+                "tolerance": float(row["extra_info"].get("tolerance") or 0.0),
             }
             for row in rows
         ]
@@ -165,14 +168,24 @@ def gaia_grpo_reward(
     gaia_answer: list[str | None],
     gaia_solution: list[str],
     data_source: list[str] | None = None,
+    scorer: list[str] | None = None,
+    tolerance: list[float] | None = None,
     **_: Any,
 ) -> list[float]:
-    """TRL reward function: `gaia_reward_func` on each episode, its own final answer first."""
-    sources = data_source or ["gaia"] * len(ground_truth)
+    """TRL reward function: each episode scored by its row's scorer (`routed_reward_func`: GAIA's
+    for GAIA rows), its own final answer first."""
+    count = len(ground_truth)
+    sources, scorers, tolerances = (
+        data_source or ["gaia"] * count,
+        scorer or [""] * count,
+        tolerance or [0.0] * count,
+    )
     return [
-        gaia_reward_func(source, solution, truth, {"gaia_answer": answer})
-        for source, solution, truth, answer in zip(
-            sources, gaia_solution, ground_truth, gaia_answer, strict=True
+        routed_reward_func(
+            source, solution, truth, {ANSWER_KEY: answer, SCORER_KEY: how, "tolerance": within}
+        )
+        for source, solution, truth, answer, how, within in zip(
+            sources, gaia_solution, ground_truth, gaia_answer, scorers, tolerances, strict=True
         )
     ]
 
