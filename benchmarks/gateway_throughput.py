@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -21,7 +20,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
-from loadgen import free_port, read_response, tree_rss_mib
+from loadgen import free_port, latency_summary, read_response, tree_rss_mib
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = ROOT / "tests" / "fixtures" / "probe_server.py"
@@ -135,13 +134,7 @@ async def load(url: str, clients: int, calls: int) -> dict[str, float]:
 
     started = time.perf_counter()
     await asyncio.gather(*(client(i) for i in range(clients)))
-    elapsed = time.perf_counter() - started
-    latencies.sort()
-    return {
-        "calls_per_s": len(latencies) / elapsed,
-        "p50_ms": statistics.median(latencies) * 1000,
-        "p99_ms": latencies[int(len(latencies) * 0.99) - 1] * 1000,
-    }
+    return latency_summary(latencies, time.perf_counter() - started)
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -166,3 +167,13 @@ def cpu_seconds(processes: list[psutil.Process]) -> float:
             continue
         total += times.user + times.system + times.children_user + times.children_system
     return total
+
+
+def latency_summary(latencies: list[float], elapsed_s: float) -> dict[str, float]:
+    """Throughput and p50/p99 (ms) of one measurement's call latencies (seconds)."""
+    ordered = sorted(latencies)
+    return {
+        "calls_per_s": len(ordered) / elapsed_s,
+        "p50_ms": statistics.median(ordered) * 1000,
+        "p99_ms": ordered[int(len(ordered) * 0.99) - 1] * 1000,
+    }

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from gateway_throughput import start_gateway  # noqa: E402
+from loadgen import latency_summary  # noqa: E402
 
 JSON_ONLY = "application/json"
 STREAMING = "application/json, text/event-stream"
@@ -76,13 +76,7 @@ async def load(url: str, accept: str | None, clients: int, calls: int) -> dict[s
     latencies: list[float] = []
     started = time.perf_counter()
     await asyncio.gather(*(client(url, accept, calls // clients, latencies, i) for i in range(clients)))
-    elapsed = time.perf_counter() - started
-    latencies.sort()
-    return {
-        "calls_per_s": len(latencies) / elapsed,
-        "p50_ms": statistics.median(latencies) * 1000,
-        "p99_ms": latencies[int(len(latencies) * 0.99) - 1] * 1000,
-    }
+    return latency_summary(latencies, time.perf_counter() - started)
 
 
 def main() -> None:
