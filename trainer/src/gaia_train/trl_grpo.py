@@ -102,12 +102,13 @@ class GaiaRollout:
     """Every episode of the run, in step order (for tests and reports)."""
 
     def __post_init__(self) -> None:
-        self._generator = torch.Generator().manual_seed(self.seed)
         self._lock = threading.Lock()
+        self._calls = 0
 
     def __call__(self, prompts: list[list[dict[str, Any]]], trainer: GRPOTrainer) -> dict[str, list[Any]]:
         model = trainer.accelerator.unwrap_model(trainer.model)
-        episodes = anyio.run(self._run_all, prompts, model)
+        episodes = anyio.run(self._run_all, prompts, model, self._calls)
+        self._calls += 1
         self.episodes.extend(episodes)
         return {
             "prompt_ids": [e.tape.prompt_ids for e in episodes],
@@ -122,14 +123,20 @@ class GaiaRollout:
             "gaia_tool_calls": [e.result.metrics.total_tool_calls for e in episodes],
         }
 
-    async def _run_all(self, prompts: list[list[dict[str, Any]]], model: torch.nn.Module) -> list[Episode]:
+    async def _run_all(
+        self, prompts: list[list[dict[str, Any]]], model: torch.nn.Module, call: int
+    ) -> list[Episode]:
         episodes: list[Episode | None] = [None] * len(prompts)
         gate = anyio.Semaphore(self.max_concurrent)
 
-        async def generate_ids(ids: list[int], max_tokens: int) -> tuple[list[int], list[float] | None]:
-            return await anyio.to_thread.run_sync(self._sample, model, ids, max_tokens)
-
         async def one(index: int) -> None:
+            # Each episode draws from its own stream: episodes interleave in whatever order their
+            # tool calls return, and a shared stream would make the samples depend on that order.
+            generator = torch.Generator().manual_seed(hash((self.seed, call, index)))
+
+            async def generate_ids(ids: list[int], max_tokens: int) -> tuple[list[int], list[float] | None]:
+                return await anyio.to_thread.run_sync(self._sample, model, ids, max_tokens, generator)
+
             async with gate:
                 episodes[index] = await run_tape_episode(
                     prompts[index],
@@ -147,13 +154,11 @@ class GaiaRollout:
         return [e for e in episodes if e is not None]
 
     def _sample(
-        self, model: torch.nn.Module, ids: list[int], max_tokens: int
+        self, model: torch.nn.Module, ids: list[int], max_tokens: int, generator: torch.Generator
     ) -> tuple[list[int], list[float]]:
         # One generation at a time: the model is shared, and a tiny model gains nothing from threads.
         with self._lock:
-            return sample(
-                model, ids, max_tokens, self.tokenizer.eos_token_id, self.temperature, self._generator
-            )
+            return sample(model, ids, max_tokens, self.tokenizer.eos_token_id, self.temperature, generator)
 
 
 def _sampled_text(tape: TokenTape) -> str:
