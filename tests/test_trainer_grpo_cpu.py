@@ -25,7 +25,14 @@ from gaia_train.mcp_session import McpToolSession
 from gaia_train.reward import question_scorer
 from gaia_train.tiny_model import build_model, build_tokenizer
 from gaia_train.toolcalls import parse_tool_calls
-from gaia_train.trl_grpo import GaiaRollout, gaia_grpo_reward, grpo_config, grpo_dataset, grpo_trainer
+from gaia_train.trl_grpo import (
+    GaiaRollout,
+    gaia_grpo_reward,
+    grpo_config,
+    grpo_dataset,
+    grpo_trainer,
+    row_plays,
+)
 from gateway_harness import RunningGateway, launch
 
 GENERATIONS = 4
@@ -68,7 +75,10 @@ def test_trl_grpo_steps_through_the_real_gateway(demo: Path, gateway: RunningGat
     losses = cpu_demo.warm_start(model, anyio.run(cpu_demo.scripted_episodes, rows, tokenizer, mcp))
     assert losses[-1] < losses[0] / 4, losses
 
-    rollout = GaiaRollout(tokenizer, mcp, cpu_demo.LIMITS, response_length=1024)
+    dataset_rows = [r.row for r in rows]
+    rollout = GaiaRollout(
+        tokenizer, mcp, cpu_demo.LIMITS, response_length=1024, plays=row_plays(dataset_rows)
+    )
     scored: list[dict[str, Any]] = []
 
     def reward(**kwargs: Any) -> list[float]:
@@ -89,7 +99,7 @@ def test_trl_grpo_steps_through_the_real_gateway(demo: Path, gateway: RunningGat
         learning_rate=2e-3,
         temperature=1.0,
     )
-    trainer = grpo_trainer(model, tokenizer, grpo_dataset([r.row for r in rows]), rollout, config, reward)
+    trainer = grpo_trainer(model, tokenizer, grpo_dataset(dataset_rows), rollout, config, reward)
 
     # TRL's loss inputs, and the gradient that reaches the last hidden states during its backward
     # pass. TRL asks for a fused lm head (no logits tensor to hook); the final norm's output feeds

@@ -55,7 +55,7 @@ def gateway(demo: Path, tmp_path_factory) -> Iterator[RunningGateway]:
 @pytest.fixture(scope="module")
 def setup(demo: Path, gateway: RunningGateway):
     team = load_team(cpu_demo.TEAM)
-    [task] = cpu_demo.demo_rows(demo, (cpu_demo.TEAM_TASK,))
+    [task] = cpu_demo.demo_rows(demo, (cpu_demo.TEAM_TASK,), cpu_demo.TEAM)
     mcp = McpSettings(url=gateway.url, max_output_chars=cpu_demo.MAX_TOOL_OUTPUT)
     tokenizer = build_tokenizer(anyio.run(cpu_demo.team_corpus, task, team, mcp) * 4)
     return team, task, mcp, tokenizer
@@ -108,7 +108,7 @@ def test_the_demo_team_works_through_the_real_gateway(setup, gateway: RunningGat
 def test_the_demo_team_trains_with_trl_grpo(setup, gateway: RunningGateway, tmp_path: Path) -> None:
     pytest.importorskip("trl", reason="TRL comes with scripts/trl-extra.sh")
     import torch
-    from gaia_train.trl_grpo import GaiaRollout, grpo_config, grpo_dataset, grpo_trainer
+    from gaia_train.trl_grpo import GaiaRollout, grpo_config, grpo_dataset, grpo_trainer, row_plays
 
     team, task, mcp, tokenizer = setup
     torch.manual_seed(0)
@@ -118,7 +118,10 @@ def test_the_demo_team_trains_with_trl_grpo(setup, gateway: RunningGateway, tmp_
     losses = cpu_demo.warm_start(model, scripted, steps=150)
     assert losses[-1] < losses[0] / 4, losses
 
-    rollout = GaiaRollout(tokenizer, mcp, cpu_demo.TEAM_LIMITS, response_length=2048, team=team)
+    # The row selects the team by its agent_name (demo_team), as under VeRL.
+    rollout = GaiaRollout(
+        tokenizer, mcp, cpu_demo.TEAM_LIMITS, response_length=2048, plays=row_plays([task.row])
+    )
     config = grpo_config(
         str(tmp_path / "out"),
         steps=STEPS,

@@ -171,6 +171,101 @@ def test_eval_of_a_mixed_dataset_scores_each_source_by_its_own_scorer(
     assert summary["episodes_by_source"] == {"gaia": 2, "suite": 2}
 
 
+TEAM_TOML = """
+name = "pair"
+coordinator = "lead"
+
+[roles.lead]
+prompt = "You lead."
+servers = ["fake-lead"]
+tools = ["read_file"]
+delegates_to = ["helper"]
+
+[roles.helper]
+description = "adds numbers"
+prompt = "You add."
+servers = ["fake-helper"]
+tools = ["add"]
+"""
+
+
+async def team_agent(body: dict[str, Any]) -> dict[str, Any]:
+    """The lead hands the sum to the helper and answers what it got back; the helper adds."""
+    messages, tools = body["messages"], sorted(t["function"]["name"] for t in body["tools"])
+    last = messages[-1]
+    if messages[0]["content"].startswith("You add"):
+        assert tools == ["add"]
+        if last["role"] != "tool":
+            return {"content": "", "tool_calls": [tool_call("add", {"a": 2, "b": 3})]}
+        return {"content": f"<answer>{last['content']}</answer>"}
+    assert messages[0]["content"].startswith("You lead.\n\n") and tools == ["delegate", "read_file"]
+    if last["role"] != "tool":
+        return {
+            "content": "",
+            "tool_calls": [tool_call("delegate", {"role": "helper", "task": "add 2 and 3"})],
+        }
+    [number] = re.findall(r"\d+", last["content"])
+    return {"content": f"<answer>{number}</answer>"}
+
+
+def test_eval_plays_a_row_with_the_team_its_agent_name_names(tmp_path, fake_mcp, capsys) -> None:
+    team_file = tmp_path / "pair.toml"
+    team_file.write_text(TEAM_TOML)
+    rows = [ds.to_row(task("single", 1, "7731"), 0, "/data")]
+    rows += [ds.to_row(task(f"team{i}", 1, "5", "What is 2 + 3?"), i, "/data", "pair") for i in (1, 2)]
+    data = tmp_path / "rows.parquet"
+    pd.DataFrame(rows).to_parquet(data, index=False)
+    out = tmp_path / "eval"
+
+    agent = Agent()
+
+    async def either(body: dict[str, Any]) -> dict[str, Any]:
+        if body["messages"][0]["content"].startswith(("You lead", "You add")):
+            return await team_agent(body)
+        return await agent(body)
+
+    with LoopbackServer(chat_completions_app(either)) as server:
+        args = eval_args(data, out, server.url("/v1"), fake_mcp.url, "--team", str(team_file))
+        assert main(args) == 0
+    table = capsys.readouterr().out
+    assert re.search(r"pass@1 pair \(n=2\)\s+1\.000", table) and re.search(
+        r"pass@1 gaia_agent \(n=1\)", table
+    )
+    records = {r["task_id"]: r for r in read_jsonl(out / "trajectories.jsonl")}
+    team = records["team1"]
+    assert team["reward"] == 1.0 and team["agent_name"] == "pair" and records["single"]["delegations"] == []
+    assert team["delegations"] == [
+        {"role": "helper", "servers": "fake-helper", "stop": "answer", "answer": "5"}
+    ]
+    # One transcript: the helper's turns sit inside the lead's delegate call, each tagged with its role.
+    assert [(m["gaia_role"], m["role"]) for m in team["messages"]] == [
+        ("lead", "system"), ("lead", "user"), ("lead", "assistant"),
+        ("helper", "system"), ("helper", "user"), ("helper", "assistant"), ("helper", "tool"), ("helper", "assistant"),
+        ("lead", "tool"), ("lead", "assistant"),
+    ]  # fmt: skip
+    # Both roles worked in the team's one session, each through its own servers.
+    selections = {servers for _, sid, servers in fake_mcp.selections if sid == team["session_id"]}
+    assert selections == {"fake-lead", "fake-helper"}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["episodes_by_agent"] == {"gaia_agent": 1, "pair": 2}
+    assert summary["mean_delegations"] == pytest.approx(2 / 3)
+
+
+def test_eval_refuses_rows_no_team_can_play(tmp_path, fake_mcp, agent_endpoint, capsys) -> None:
+    _, base_url = agent_endpoint
+    unknown = tmp_path / "unknown.parquet"
+    pd.DataFrame([ds.to_row(task("a", 1, "1"), 0, "/data", "solo")]).to_parquet(unknown, index=False)
+    assert main(eval_args(unknown, tmp_path / "o", base_url, fake_mcp.url)) == 1
+    assert "agent_name 'solo', which is neither gaia_agent nor a team" in capsys.readouterr().err
+    selecting = ds.to_row(task("b", 1, "1"), 0, "/data", "demo_team")
+    selecting["extra_info"] = {**selecting["extra_info"], "mcp_servers": ["excel-server"]}
+    data = tmp_path / "selecting.parquet"
+    pd.DataFrame([selecting]).to_parquet(data, index=False)
+    assert main(eval_args(data, tmp_path / "o", base_url, fake_mcp.url)) == 1
+    assert "whose roles each bring their own" in capsys.readouterr().err
+    assert not (tmp_path / "o" / "trajectories.jsonl").exists()
+
+
 def test_eval_model_errors_are_kept_apart_and_retried(tmp_path, fake_mcp, agent_endpoint, capsys) -> None:
     _, base_url = agent_endpoint
     data = write_rows(tmp_path / "rows.parquet", [task("ok", 1, "7731"), task("bad", 1, "1", "broken?")])

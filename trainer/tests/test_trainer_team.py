@@ -16,7 +16,7 @@ import pytest
 from gaia_train.delegation import SHARED_SESSION_MODE, run_team_episode
 from gaia_train.episode import EpisodeLimits, Generation
 from gaia_train.mcp_session import McpSettings
-from gaia_train.team import TEAMS_DIR, TeamConfigError, load_team, parse_team
+from gaia_train.team import TEAMS_DIR, TeamConfigError, load_team, parse_team, teams_for_rows
 from verl_harness import ScriptedServer, call, make_loop, runs
 
 pytestmark = pytest.mark.anyio
@@ -112,6 +112,15 @@ def test_a_missing_team_names_the_shipped_ones(tmp_path: Path) -> None:
     bad.write_text("name = ")
     with pytest.raises(TeamConfigError, match="not valid TOML"):
         load_team(bad)
+
+
+def test_rows_select_teams_by_name_given_files_first(team_file: Path) -> None:
+    rows = [{"agent_name": "gaia_agent"}, {}, {"agent_name": "pair"}, {"agent_name": "demo_team"}]
+    teams = teams_for_rows(rows, [team_file])
+    assert {name: team.name for name, team in teams.items()} == {"pair": "pair", "demo_team": "demo_team"}
+    assert teams["pair"].coordinator == "lead"  # the given file, not a shipped team
+    with pytest.raises(TeamConfigError, match=r"'solo'.*neither gaia_agent nor a team \(teams: demo_team"):
+        teams_for_rows([{"agent_name": "solo"}])
 
 
 # -- a team episode on the message level ------------------------------------------------------------

@@ -50,3 +50,42 @@ def test_samples_do_not_depend_on_which_tool_call_returns_first(monkeypatch: pyt
 def test_each_step_draws_new_samples(monkeypatch: pytest.MonkeyPatch) -> None:
     first, second = play(monkeypatch, [0.0, 0.0], calls=2)
     assert first != second
+
+
+def row(task_id: str, question: str, **fields: Any) -> dict[str, Any]:
+    info = {"task_id": task_id, **fields.pop("extra_info", {})}
+    return {"prompt": [{"role": "user", "content": question}], "extra_info": info, **fields}
+
+
+def test_each_prompt_is_played_as_its_row_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = [
+        row("a", "plain?"),
+        row(
+            "b",
+            "a sheet?",
+            extra_info={"mcp_servers": ["excel-server"], "mcp_tools": ["read_data_from_excel"]},
+        ),
+        row("c", "as a team?", agent_name="demo_team"),
+    ]
+    seen: dict[str, tuple[Any, Any]] = {}
+
+    async def episode(messages, tokenizer, generate_ids, mcp, limits, length, team, extra_info) -> None:
+        seen[messages[0]["content"]] = (team.name if team else None, extra_info)
+
+    monkeypatch.setattr(trl_grpo, "run_tape_episode", episode)
+    rollout = trl_grpo.GaiaRollout(SimpleNamespace(eos_token_id=-1), mcp=None, plays=trl_grpo.row_plays(rows))
+    # TRL repeats each prompt num_generations times and hands over copies.
+    anyio.run(rollout._run_all, [r["prompt"] for r in rows[::-1]] * 2, Uniform(), 0)
+    assert seen == {
+        "plain?": (None, {}),
+        "a sheet?": (None, {"mcp_servers": ["excel-server"], "mcp_tools": ["read_data_from_excel"]}),
+        "as a team?": ("demo_team", {}),
+    }
+    with pytest.raises(ValueError, match="a prompt of no row"):
+        anyio.run(rollout._run_all, [[{"role": "user", "content": "unknown?"}]], Uniform(), 0)
+
+
+def test_rows_that_trl_cannot_tell_apart_are_refused() -> None:
+    with pytest.raises(ValueError, match="same prompt but a different agent_name"):
+        trl_grpo.row_plays([row("a", "same?"), row("b", "same?", agent_name="demo_team")])
+    assert len(trl_grpo.row_plays([row("a", "same?"), row("b", "same?")])) == 1

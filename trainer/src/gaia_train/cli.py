@@ -107,6 +107,21 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--split", default="validation", help="split of --snapshot (default validation)")
     p.add_argument(
+        "--agent-name",
+        default=ds.AGENT_NAME,
+        help=f"who plays --snapshot's tasks (default {ds.AGENT_NAME}, the single agent; a team's name, "
+        "e.g. demo_team, plays them as that team)",
+    )
+    p.add_argument(
+        "--team",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="a team file; rows whose agent_name is its name are played by it (repeatable; the shipped "
+        "teams need none)",
+    )
+    p.add_argument(
         "--mount", default=ds.DEFAULT_MOUNT, help="dataset mount inside the environment, for --snapshot"
     )
     p.add_argument(
@@ -176,7 +191,7 @@ def _eval_rows(args: argparse.Namespace) -> list[dict]:
         rows = ds.read_rows(args.data)
     else:
         tasks = ds.load_split(args.snapshot, args.split)
-        rows = [ds.to_row(task, index, args.mount) for index, task in enumerate(tasks)]
+        rows = [ds.to_row(task, index, args.mount, args.agent_name) for index, task in enumerate(tasks)]
     if args.limit is not None:
         if args.limit < 1:
             raise ValueError(f"--limit must be at least 1, got {args.limit}")
@@ -216,7 +231,14 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     rows = _eval_rows(args)
     report = anyio.run(
         lambda: run_eval(
-            rows, args.out, endpoint, mcp, limits, concurrency=args.concurrency, progress=not args.no_progress
+            rows,
+            args.out,
+            endpoint,
+            mcp,
+            limits,
+            concurrency=args.concurrency,
+            progress=not args.no_progress,
+            team_files=args.team,
         )
     )
     print(format_table(report.summary))

@@ -65,8 +65,10 @@ def answer_turn(answer: str) -> str:
     return f"<answer>{answer}</answer><|im_end|>"
 
 
-def demo_rows(snapshot: Path, keys: Sequence[str] = TASK_KEYS) -> list[DemoTaskRow]:
-    """The demo snapshot's rows for `keys` (written by `demo_data.write_demo_snapshot`)."""
+def demo_rows(
+    snapshot: Path, keys: Sequence[str] = TASK_KEYS, agent_name: str = ds.AGENT_NAME
+) -> list[DemoTaskRow]:
+    """The demo snapshot's rows for `keys` (written by `demo_data.write_demo_snapshot`), played by `agent_name`."""
     wanted = {t.task_id: t for t in DEMO_TASKS if t.key in keys}
     missing = set(keys) - {t.key for t in wanted.values()}
     if missing:
@@ -79,7 +81,9 @@ def demo_rows(snapshot: Path, keys: Sequence[str] = TASK_KEYS) -> list[DemoTaskR
             raise ValueError(
                 f"demo task {wanted[task.task_id].key} needs a {extension} reader; use csv, docx or txt"
             )
-        rows.append(DemoTaskRow(ds.to_row(task, index, ds.DEFAULT_MOUNT), TOOL_FOR_EXTENSION[extension]))
+        rows.append(
+            DemoTaskRow(ds.to_row(task, index, ds.DEFAULT_MOUNT, agent_name), TOOL_FOR_EXTENSION[extension])
+        )
     if len(rows) != len(keys):
         raise ValueError(f"the snapshot at {snapshot} lacks some of the demo tasks {list(keys)}")
     return rows

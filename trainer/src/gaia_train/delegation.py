@@ -29,7 +29,7 @@ from typing import Any
 from mcp_types.version import LATEST_MODERN_VERSION
 
 from .episode import EpisodeLimits, EpisodeMetrics, EpisodeResult, Policy, Stop, run_episode
-from .mcp_session import McpSettings, McpToolSession, ToolOutcome, cap_text, neutralize_tags
+from .mcp_session import McpSettings, McpToolSession, ToolOutcome, cap_text, for_row, neutralize_tags
 from .team import DELEGATE, Role, Team
 from .tokens import NoRoom
 from .toolcalls import ToolCall, strip_tool_calls
@@ -276,3 +276,32 @@ async def run_team_episode(
 ) -> TeamResult:
     """One episode of `team` on the row's `messages`; see the module docstring."""
     return await _TeamRun(team, new_policy, mcp, limits).run(messages)
+
+
+async def play(
+    messages: list[dict[str, Any]],
+    new_policy: Callable[[], Policy],
+    mcp: McpSettings,
+    limits: EpisodeLimits,
+    team: Team | None = None,
+    extra_info: Any = None,
+) -> tuple[EpisodeResult, TeamResult | None]:
+    """One dataset row's episode, as every trainer and eval plays it: the single agent with the row's
+    own server selection (`extra_info`), or `team`, whose roles bring their own servers."""
+    if team is None:
+        result = await run_episode(
+            messages, new_policy(), lambda: McpToolSession(for_row(mcp, extra_info)), limits
+        )
+        return result, None
+    refuse_row_selection(team, extra_info)
+    played = await run_team_episode(messages, team, new_policy, mcp, limits)
+    return played.episode_result(), played
+
+
+def refuse_row_selection(team: Team, extra_info: Any) -> None:
+    """A team's roles bring their own servers; a row's own selection would be silently ignored."""
+    if isinstance(extra_info, dict) and for_row(McpSettings(), extra_info) != McpSettings():
+        raise ValueError(
+            f"the row selects servers or tools (extra_info mcp_servers/mcp_tools) but its agent_name is the "
+            f"team {team.name}, whose roles each bring their own: clear them in the row or edit the team file"
+        )

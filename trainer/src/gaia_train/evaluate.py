@@ -1,10 +1,11 @@
 """`gaia-train eval`: the episode loop against an OpenAI-compatible endpoint, over a dataset.
 
-Episodes run with bounded concurrency. Each finished episode is appended to
-`trajectories.jsonl` at once, so an interrupted run resumes where it stopped (finished task
-ids are skipped). Episodes that could not run (endpoint or gateway down) go to `errors.jsonl`
-and are tried again on the next run. The summary (pass@1 overall, by level and by data source, turns, tool
-calls, tool error rate, time split) is printed, saved as summary.json and drawn in summary.png.
+Episodes run with bounded concurrency; a row whose `agent_name` names a team is played by the team.
+Each finished episode is appended to `trajectories.jsonl` at once, so an interrupted run resumes
+where it stopped (finished task ids are skipped). Episodes that could not run (endpoint or gateway
+down) go to `errors.jsonl` and are tried again on the next run. The summary (pass@1 overall, by
+level, by data source and by agent, turns, tool calls, delegations, tool error rate, time split) is
+printed, saved as summary.json and drawn in summary.png.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import math
 import os
 from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,11 +22,13 @@ from typing import Any
 import anyio
 from tqdm import tqdm
 
-from .dataset import HIDDEN_ANSWER
-from .episode import EpisodeLimits, Stop, run_episode
-from .mcp_session import EnvironmentUnavailable, McpSettings, McpToolSession, for_row
+from .dataset import AGENT_NAME, HIDDEN_ANSWER
+from .delegation import play, refuse_row_selection
+from .episode import EpisodeLimits, Stop
+from .mcp_session import EnvironmentUnavailable, McpSettings
 from .openai_policy import EndpointSettings, OpenAIPolicy, episode_client
 from .reward import ANSWER_KEY, routed_reward_func
+from .team import Team, teams_for_rows
 
 TRAJECTORIES = "trajectories.jsonl"
 ERRORS = "errors.jsonl"
@@ -69,13 +73,22 @@ def _drop_torn_tail(path: Path) -> None:
 
 
 async def _run_one(
-    row: dict[str, Any], endpoint: EndpointSettings, mcp: McpSettings, limits: EpisodeLimits
+    row: dict[str, Any],
+    endpoint: EndpointSettings,
+    mcp: McpSettings,
+    limits: EpisodeLimits,
+    teams: Mapping[str, Team],
 ) -> dict[str, Any]:
     truth = str(row["reward_model"]["ground_truth"])
+    agent_name = str(row.get("agent_name") or AGENT_NAME)
     async with episode_client(endpoint.request_timeout_s) as client:
-        policy = OpenAIPolicy(client, endpoint)
-        result = await run_episode(
-            list(row["prompt"]), policy, lambda: McpToolSession(for_row(mcp, row.get("extra_info"))), limits
+        result, team = await play(
+            list(row["prompt"]),
+            lambda: OpenAIPolicy(client, endpoint),
+            mcp,
+            limits,
+            teams.get(agent_name),
+            row.get("extra_info"),
         )
     hidden = truth.strip() == HIDDEN_ANSWER
     source = str(row.get("data_source", "gaia"))
@@ -92,6 +105,11 @@ async def _run_one(
         "stop": str(result.stop),
         "error": result.error,
         "session_id": result.session_id,
+        "agent_name": agent_name,
+        "delegations": [
+            {"role": d.role, "servers": d.servers, "stop": str(d.result.stop), "answer": d.result.answer}
+            for d in (team.delegations if team else [])
+        ],
         "metrics": result.metrics.as_dict(),
         "messages": result.messages,
     }
@@ -106,10 +124,17 @@ async def run_episodes(
     *,
     concurrency: int = 32,
     progress: bool = True,
+    team_files: Sequence[str | Path] = (),
 ) -> EvalReport:
-    """Run every row not yet in out_dir/trajectories.jsonl; the report has no summary yet."""
+    """Run every row not yet in out_dir/trajectories.jsonl; the report has no summary yet.
+
+    A row whose `agent_name` names a team (one of `team_files`, else a shipped one) is played by it."""
     if concurrency < 1:
         raise ValueError(f"--concurrency must be at least 1, got {concurrency}")
+    teams = teams_for_rows(rows, team_files, AGENT_NAME)
+    for row in rows:  # before any episode starts: a team row cannot also select servers
+        if str(row.get("agent_name") or AGENT_NAME) in teams:
+            refuse_row_selection(teams[str(row["agent_name"])], row.get("extra_info"))
     ids = [_task_id(r) for r in rows]
     if len(set(ids)) != len(ids):
         raise ValueError("the dataset has repeated task ids; eval keys its trajectories by task id")
@@ -131,7 +156,7 @@ async def run_episodes(
         failure: dict[str, Any] | None = None
         async with gate:
             try:
-                record = await _run_one(row, endpoint, mcp, limits)
+                record = await _run_one(row, endpoint, mcp, limits, teams)
             except EnvironmentUnavailable as exc:
                 failure = {"task_id": _task_id(row), "error": str(exc)}
             if record is not None and record["stop"] == Stop.MODEL_ERROR:
@@ -162,10 +187,18 @@ async def run_eval(
     *,
     concurrency: int = 32,
     progress: bool = True,
+    team_files: Sequence[str | Path] = (),
 ) -> EvalReport:
     """`run_episodes`, then the summary over every finished episode of these rows."""
     report = await run_episodes(
-        rows, out_dir, endpoint, mcp, limits, concurrency=concurrency, progress=progress
+        rows,
+        out_dir,
+        endpoint,
+        mcp,
+        limits,
+        concurrency=concurrency,
+        progress=progress,
+        team_files=team_files,
     )
     out_dir = Path(out_dir)
     wanted = {_task_id(r) for r in rows}
@@ -185,9 +218,11 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     scored = [r for r in records if r["reward"] is not None]
     by_level: dict[int, list[float]] = defaultdict(list)
     by_source: dict[str, list[float]] = defaultdict(list)
+    by_agent: dict[str, list[float]] = defaultdict(list)
     for record in scored:
         by_level[int(record["level"])].append(float(record["reward"]))
         by_source[record.get("data_source", "gaia")].append(float(record["reward"]))
+        by_agent[record.get("agent_name", AGENT_NAME)].append(float(record["reward"]))
     tools: Counter[str] = Counter()
     for record in records:
         tools.update(record["metrics"]["tool_calls"])
@@ -203,6 +238,9 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         "episodes_by_level": {str(k): len(v) for k, v in sorted(by_level.items())},
         "pass_at_1_by_source": {k: _mean(v) for k, v in sorted(by_source.items())},
         "episodes_by_source": {k: len(v) for k, v in sorted(by_source.items())},
+        "pass_at_1_by_agent": {k: _mean(v) for k, v in sorted(by_agent.items())},
+        "episodes_by_agent": {k: len(v) for k, v in sorted(by_agent.items())},
+        "mean_delegations": _mean([len(r.get("delegations", [])) for r in records]),
         "mean_turns": _mean([r["metrics"]["turns"] for r in records]),
         "mean_tool_calls": _mean([r["metrics"]["total_tool_calls"] for r in records]),
         "tool_calls_by_tool": dict(tools.most_common()),
@@ -231,6 +269,10 @@ def format_table(summary: dict[str, Any]) -> str:
     if len(summary["pass_at_1_by_source"]) > 1:  # a mixed dataset: each suite by its own scorer
         for source, value in summary["pass_at_1_by_source"].items():
             lines.append((f"pass@1 {source} (n={summary['episodes_by_source'][source]})", value))
+    if set(summary["pass_at_1_by_agent"]) - {AGENT_NAME}:  # teams played: each agent's own pass@1
+        for agent, value in summary["pass_at_1_by_agent"].items():
+            lines.append((f"pass@1 {agent} (n={summary['episodes_by_agent'][agent]})", value))
+        lines.append(("mean delegations", summary["mean_delegations"]))
     lines += [
         ("mean turns", summary["mean_turns"]),
         ("mean tool calls", summary["mean_tool_calls"]),

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,6 +115,31 @@ def load_team(spec: str | Path) -> Team:
     except tomllib.TOMLDecodeError as exc:
         raise TeamConfigError(f"{path}: not valid TOML ({exc})") from None
     return parse_team(data, str(path))
+
+
+def teams_for_rows(
+    rows: Iterable[Mapping[str, Any]], files: Sequence[str | Path] = (), single: str = "gaia_agent"
+) -> dict[str, Team]:
+    """The team each row's `agent_name` selects, by the team's `name`: one of `files`, else a shipped one.
+
+    Rows of the single agent (`single`, the default agent loop) select none. This is the rule outside
+    VeRL (eval, TRL); under VeRL agent.yaml maps agent names to team files, and its shipped entries
+    follow the same rule.
+    """
+    given = {team.name: team for team in map(load_team, files)}
+    teams: dict[str, Team] = {}
+    for name in sorted({str(row.get("agent_name") or single) for row in rows} - {single}):
+        if name in given:
+            teams[name] = given[name]
+        elif (TEAMS_DIR / f"{name}.toml").is_file():
+            teams[name] = load_team(name)
+        else:
+            known = sorted({*given, *(p.stem for p in TEAMS_DIR.glob("*.toml"))})
+            raise TeamConfigError(
+                f"rows select agent_name {name!r}, which is neither {single} nor a team "
+                f"(teams: {', '.join(known)}); pass its team file, whose name is {name!r}"
+            )
+    return teams
 
 
 def parse_team(data: dict[str, Any], where: str = "team") -> Team:

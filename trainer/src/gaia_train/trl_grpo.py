@@ -17,9 +17,11 @@ Needs torch, transformers and TRL: scripts/trainer-extra.sh, then scripts/trl-ex
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -28,11 +30,12 @@ import torch
 from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
 
-from .delegation import TeamResult, run_team_episode
-from .episode import EpisodeLimits, EpisodeResult, run_episode
-from .mcp_session import McpSettings, McpToolSession
+from .dataset import AGENT_NAME
+from .delegation import TeamResult, play
+from .episode import EpisodeLimits, EpisodeResult
+from .mcp_session import McpSettings
 from .reward import ANSWER_KEY, SCORER_KEY, routed_reward_func
-from .team import Team
+from .team import Team, teams_for_rows
 from .tiny_model import sample
 from .tokens import GenerateIds, TokenPolicy, TokenTape
 
@@ -73,16 +76,45 @@ async def run_tape_episode(
     limits: EpisodeLimits,
     response_length: int,
     team: Team | None = None,
+    extra_info: dict[str, Any] | None = None,
 ) -> Episode:
-    """One episode through the gateway (of `team`, when given), its tokens kept on a fresh tape."""
+    """One row's episode through the gateway (`delegation.play`), its tokens kept on a fresh tape."""
     tape = TokenTape(tokenizer, response_length)
-    if team is None:
-        result = await run_episode(
-            messages, TokenPolicy(tape, generate_ids), lambda: McpToolSession(mcp), limits
+    result, played = await play(
+        messages, lambda: TokenPolicy(tape, generate_ids), mcp, limits, team, extra_info
+    )
+    return Episode(tape, result, played)
+
+
+@dataclass(frozen=True)
+class RowPlay:
+    """How a row's episode is played: its team (None: the single agent) and its extra_info."""
+
+    team: Team | None = None
+    extra_info: dict[str, Any] | None = None
+
+
+def row_plays(rows: Sequence[dict[str, Any]], team_files: Sequence[str | Path] = ()) -> dict[str, RowPlay]:
+    """Each row's play keyed by its prompt: TRL hands `rollout_func` the prompts only."""
+    teams = teams_for_rows(rows, team_files, AGENT_NAME)
+    plays: dict[str, RowPlay] = {}
+    for row in rows:
+        info = dict(row.get("extra_info") or {})
+        selection = {k: info.get(k) for k in ("mcp_servers", "mcp_tools")}
+        play_ = RowPlay(
+            teams.get(str(row.get("agent_name") or AGENT_NAME)), {k: v for k, v in selection.items() if v}
         )
-        return Episode(tape, result)
-    played = await run_team_episode(messages, team, lambda: TokenPolicy(tape, generate_ids), mcp, limits)
-    return Episode(tape, played.episode_result(), played)
+        key = _prompt_key(row["prompt"])
+        if plays.setdefault(key, play_) != play_:
+            raise ValueError(
+                f"two rows (one is task {info.get('task_id')}) have the same prompt but a different agent_name "
+                "or server selection; TRL hands rollout_func the prompts only, so it cannot tell them apart"
+            )
+    return plays
+
+
+def _prompt_key(messages: Sequence[dict[str, Any]]) -> str:
+    return json.dumps(list(messages), sort_keys=True, ensure_ascii=False, default=str)
 
 
 @dataclass
@@ -96,8 +128,8 @@ class GaiaRollout:
     temperature: float = 1.0
     max_concurrent: int = 16
     seed: int = 0
-    team: Team | None = None
-    """Play every prompt with this team (TRL hands rollout_func the prompts only, so one run plays one agent)."""
+    plays: dict[str, RowPlay] | None = None
+    """Each prompt's team and server selection (`row_plays(rows)`); None: the single agent, `mcp`'s servers."""
     episodes: list[Episode] = field(default_factory=list)
     """Every episode of the run, in step order (for tests and reports)."""
 
@@ -126,6 +158,7 @@ class GaiaRollout:
     async def _run_all(
         self, prompts: list[list[dict[str, Any]]], model: torch.nn.Module, call: int
     ) -> list[Episode]:
+        hows = [self._play_of(prompt) for prompt in prompts]  # every prompt known before any episode starts
         episodes: list[Episode | None] = [None] * len(prompts)
         gate = anyio.Semaphore(self.max_concurrent)
 
@@ -145,13 +178,24 @@ class GaiaRollout:
                     self.mcp,
                     self.limits,
                     self.response_length,
-                    self.team,
+                    hows[index].team,
+                    hows[index].extra_info,
                 )
 
         async with anyio.create_task_group() as group:
             for index in range(len(prompts)):
                 group.start_soon(one, index)
         return [e for e in episodes if e is not None]
+
+    def _play_of(self, prompt: list[dict[str, Any]]) -> RowPlay:
+        if self.plays is None:
+            return RowPlay()
+        how = self.plays.get(_prompt_key(prompt))
+        if how is None:
+            raise ValueError(
+                "TRL handed over a prompt of no row given to row_plays; build it from the same rows"
+            )
+        return how
 
     def _sample(
         self, model: torch.nn.Module, ids: list[int], max_tokens: int, generator: torch.Generator

@@ -25,9 +25,9 @@ from typing import Any
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
 
-from .delegation import TeamResult, run_team_episode
-from .episode import EpisodeLimits, EpisodeResult, run_episode
-from .mcp_session import McpSettings, McpToolSession, for_row
+from .delegation import TeamResult, play
+from .episode import EpisodeLimits, EpisodeResult
+from .mcp_session import McpSettings
 from .reward import ANSWER_KEY
 from .team import Team, load_team
 from .tokens import TokenPolicy, TokenTape
@@ -136,17 +136,10 @@ class GaiaAgentLoop(AgentLoopBase):
         def new_policy() -> TokenPolicy:
             return TokenPolicy(tape, generate_ids, turn_tokens=self.turn_tokens, tool_tokens=self.tool_tokens)
 
-        if self.team is None:
-            result = await run_episode(
-                messages,
-                new_policy(),
-                lambda: McpToolSession(for_row(self.mcp, kwargs.get("extra_info"))),
-                self.limits,
-            )
-            return self._output(tape, result, server_fields)
-        _refuse_row_selection(self.team, kwargs.get("extra_info"))
-        team = await run_team_episode(messages, self.team, new_policy, self.mcp, self.limits)
-        return self._output(tape, team.episode_result(), server_fields, team)
+        result, team = await play(
+            messages, new_policy, self.mcp, self.limits, self.team, kwargs.get("extra_info")
+        )
+        return self._output(tape, result, server_fields, team)
 
     def _output(
         self,
@@ -180,15 +173,4 @@ class GaiaAgentLoop(AgentLoopBase):
             num_turns=1 + metrics.turns + metrics.tool_turns + handoffs,
             metrics={"generate_sequences": metrics.model_seconds, "tool_calls": metrics.tool_seconds},
             extra_fields=extra_fields,
-        )
-
-
-def _refuse_row_selection(team: Team, extra_info: Any) -> None:
-    """A team's roles bring their own servers; a row's own selection would be silently ignored."""
-    if not isinstance(extra_info, dict):
-        return
-    if for_row(McpSettings(), extra_info) != McpSettings():
-        raise ValueError(
-            f"the row selects servers or tools (extra_info mcp_servers/mcp_tools) but its agent_name is the "
-            f"team {team.name}, whose roles each bring their own: clear them in the row or edit the team file"
         )
