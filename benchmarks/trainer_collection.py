@@ -34,6 +34,7 @@ from gaia_train.episode import EpisodeLimits
 from gaia_train.evaluate import TRAJECTORIES, run_episodes, summarize
 from gaia_train.mcp_session import McpSettings
 from gaia_train.openai_policy import EndpointSettings
+from loadgen import Gateway, start_gateway
 
 SERVERS = "filesystem-server,documents-csv-server"
 CSV_KEY = "csv-revenue"
@@ -174,6 +175,7 @@ def main() -> int:
         row["extra_info"]["task_id"] = f"bench-{i:03d}"
 
     processes: list[subprocess.Popen] = []
+    gateways: list[Gateway] = []
     model_port = free_port()
     processes.append(
         subprocess.Popen(
@@ -195,32 +197,9 @@ def main() -> int:
             fake = LoopbackServer(fake_mcp_app(), lifespan="on").__enter__()
             mcp_url, environment = fake.url("/mcp"), "in-process fake MCP server"
         else:
-            port = free_port()
-            (work / "ws").mkdir()
-            gateway = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "gaia_env",
-                    "serve",
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    str(port),
-                    "--servers",
-                    SERVERS,
-                    "--dataset-dir",
-                    str(work / "demo"),
-                    "--workspace-root",
-                    str(work / "ws"),
-                ],
-                stdout=(work / "gateway.log").open("w"),
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-            processes.append(gateway)
-            wait_ready(f"http://127.0.0.1:{port}/ready", gateway)
-            mcp_url, environment = f"http://127.0.0.1:{port}/mcp", f"real gateway ({SERVERS})"
+            gateway = start_gateway(work, work / "demo", "--servers", SERVERS)
+            gateways.append(gateway)
+            mcp_url, environment = gateway.url, f"real gateway ({SERVERS})"
         endpoint = EndpointSettings(base_url=f"http://127.0.0.1:{model_port}/v1", model="scripted", retries=0)
         mcp = McpSettings(url=mcp_url, servers=None if args.fake_mcp else SERVERS)
 
@@ -233,6 +212,8 @@ def main() -> int:
             fake.__exit__(None, None, None)
         for process in processes:
             stop(process)
+        for gateway in gateways:
+            gateway.stop()
 
     ideal = args.episodes * 5 * args.model_delay
     result = {
