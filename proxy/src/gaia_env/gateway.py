@@ -6,15 +6,14 @@ Transport-free: the MCP front and the CLI both drive it.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gaia_kit.core.callbacks import SessionEndHandler, call_each
 from gaia_kit.core.contract import BUSY, SESSION_ID_KEY, WORKSPACE_KEY
 from jsonschema import validators
 from jsonschema.exceptions import SchemaError, ValidationError
@@ -34,7 +33,6 @@ __all__ = ["Gateway", "GatewayConfig", "InvalidArguments", "SelectionError", "Un
 
 # Variables a server must not inherit from the gateway.
 PRIVATE_ENV = {"MCP_AUTH_TOKEN"}
-SessionEndListener = Callable[[str], Awaitable[None] | None]
 
 
 @dataclass(frozen=True)
@@ -71,7 +69,7 @@ class Gateway:
         self.metrics.watch_sessions(
             self.sessions.__len__, self.sessions.free_disk_bytes, limits.max_sessions, limits.min_free_disk_mb
         )
-        self.session_end_listeners: list[SessionEndListener] = []
+        self.session_end_listeners: list[SessionEndHandler] = []
         """Called with each ended session's key (the front ends the MCP transport of its own)."""
         self.started_at = time.time()
         self._listings: dict[tuple[str, ...], catalog.Listing] = {}
@@ -241,13 +239,7 @@ class Gateway:
         for sid in session.servers:
             if sid in self.pools:
                 self.pools[sid].end_session(session.key)
-        for listener in self.session_end_listeners:
-            try:
-                outcome = listener(session.key)
-                if inspect.isawaitable(outcome):
-                    await outcome
-            except Exception:
-                logger.exception("ending session %s in a listener failed", session.key)
+        await call_each(self.session_end_listeners, session.key, logger)
 
     def _count_restart(self, server: str) -> None:
         self.metrics.restarts.labels(server).inc()

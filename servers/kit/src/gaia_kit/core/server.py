@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -23,12 +23,11 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import NotificationParams
 
 from gaia_kit.core import calls, logs
+from gaia_kit.core.callbacks import SessionEndHandler, call_each
 from gaia_kit.core.contract import SESSION_ENDED, SESSION_ID_KEY
 from gaia_kit.core.errors import describe_exception
 
 logger = logging.getLogger("gaia_kit")
-
-SessionEndHandler = Callable[[str], Awaitable[None] | None]
 
 
 class SessionEndedParams(NotificationParams):
@@ -47,13 +46,7 @@ class KitServer(MCPServer):
         return handler
 
     async def _session_ended(self, ctx: Any, params: SessionEndedParams) -> None:
-        for handler in self._session_end_handlers:
-            try:
-                outcome = handler(params.session_id)
-                if inspect.isawaitable(outcome):
-                    await outcome
-            except Exception:
-                logger.exception("releasing session %s failed", params.session_id)
+        await call_each(self._session_end_handlers, params.session_id, logger)
 
     def tool(self, name: str | None = None, *, output: Any = None, **kwargs: Any) -> Callable[[Any], Any]:
         """Register a tool; `output` (a pydantic model or type) publishes its structured result's schema."""
