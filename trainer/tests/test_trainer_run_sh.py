@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -245,3 +246,46 @@ def test_dry_run_counts_a_teams_hand_offs(tmp_path: Path, tiny_model_dir: Path, 
     assert "only 33 of max_assistant_turns=36 turns fit" in result.stderr
     assert f"and 2 hand-offs of {counted} tokens" in result.stderr
     assert re.search(r"delegations \(a team's max_delegations\)\s+2", result.stderr)
+
+
+def longest_prompt(output: str) -> int:
+    [counted] = re.findall(r"longest prompt, tool schemas included\s+(\d+)", output)
+    return int(counted)
+
+
+def test_dry_run_counts_each_rows_prompt_with_its_own_tools(
+    data_dir: Path, tmp_path: Path, tiny_model_dir: Path, fake_mcp
+) -> None:
+    setting = {"MODEL_PATH": str(tiny_model_dir), "MCP_SERVER_URL": fake_mcp.url}
+    everything = longest_prompt(dry_run("run.sh", data_dir, **setting).stdout)
+
+    # Rows that select one tool: their prompts list that one schema, not the seven of MCP_SERVERS.
+    narrow = tmp_path / "narrow"
+    narrow.mkdir()
+    for name in ("train.parquet", "test.parquet"):
+        rows = ds.read_rows(data_dir / name)
+        for row in rows:
+            row["extra_info"] = {**row["extra_info"], "mcp_tools": ["add"]}
+        pd.DataFrame(rows).to_parquet(narrow / name, index=False)
+    result = dry_run("run.sh", narrow, **setting)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "reached: counted each row's prompt with its own tools (1 selection(s)" in result.stdout
+    assert longest_prompt(result.stdout) < everything - 500
+
+    # A team row starts with its coordinator's prompt before the task's: a long one does not fit.
+    team = tmp_path / "wordy.toml"
+    team.write_text(
+        'name = "wordy"\ncoordinator = "lead"\n[roles.lead]\n'
+        f'prompt = "{"You lead the team. " * 300}"\nservers = ["fake"]\ntools = ["read_file"]\n'
+    )
+    agents = tmp_path / "agent.yaml"
+    agents.write_text(
+        "- name: gaia_agent\n  _target_: gaia_train.verl_agent.GaiaAgentLoop\n"
+        f"- name: wordy\n  _target_: gaia_train.verl_agent.GaiaAgentLoop\n  team: {team}\n"
+    )
+    write_demo_snapshot(tmp_path / "snapshot", skip_audio=True)
+    ds.build(tmp_path / "snapshot", tmp_path / "data", test_size=2, agent_name="wordy")
+    wordy = dry_run("run.sh", tmp_path / "data", AGENT_LOOP_CONFIG=str(agents), **setting)
+    assert wordy.returncode == 1
+    assert longest_prompt(wordy.stderr) > 300 * len("You lead the team. ")
+    assert "more than data.max_prompt_length (4096)" in wordy.stderr

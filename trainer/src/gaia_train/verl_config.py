@@ -266,20 +266,26 @@ def _rows(config: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def _tool_schemas(reach: Reach) -> list[dict[str, Any]] | None:
+def _list_tools(settings: Any) -> list[dict[str, Any]]:
+    """The OpenAI tool schemas the gateway serves for these settings (their server and tool selection)."""
     import anyio
 
-    from .mcp_session import McpSettings, McpToolSession
-
-    settings = McpSettings.from_env()
+    from .mcp_session import McpToolSession
 
     async def listing() -> list[dict[str, Any]]:
         with anyio.fail_after(30):
             async with McpToolSession(settings) as session:
                 return session.openai_tools()
 
+    return anyio.run(listing)
+
+
+def _tool_schemas(reach: Reach) -> list[dict[str, Any]] | None:
+    from .mcp_session import McpSettings
+
+    settings = McpSettings.from_env()
     try:
-        tools = anyio.run(listing)
+        tools = _list_tools(settings)
     except Exception as exc:
         reach.not_reached.append(
             f"the gateway at {settings.url} ({type(exc).__name__}: {exc}); prompts were counted without "
@@ -292,8 +298,53 @@ def _tool_schemas(reach: Reach) -> list[dict[str, Any]] | None:
     return tools
 
 
+def _row_prompts(
+    rows: list[dict[str, Any]], tools: list[dict[str, Any]] | None, teams: dict[str, Any], reach: Reach
+) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
+    """Each row's first prompt as its loop sends it: a team row's coordinator prompt with the coordinator's
+    tools, a row's own server or tool selection, else MCP_SERVERS' tools."""
+    from dataclasses import replace
+
+    from .delegation import lead_messages
+    from .mcp_session import McpSettings, for_row
+
+    default = McpSettings.from_env()
+    listed: dict[tuple[Any, Any], list[dict[str, Any]]] = {(default.servers, default.tools): tools or []}
+
+    def tools_of(settings: McpSettings) -> list[dict[str, Any]]:
+        key = (settings.servers, settings.tools)
+        if key not in listed:
+            listed[key] = []
+            if tools is not None:  # the gateway answered: list this selection too
+                try:
+                    listed[key] = _list_tools(settings)
+                except Exception as exc:
+                    reach.not_reached.append(
+                        f"the tools of the selection servers={settings.servers} tools={settings.tools} "
+                        f"({type(exc).__name__}: {exc}); its rows were counted without their schemas"
+                    )
+        return listed[key]
+
+    prompts = []
+    for row in rows:
+        team = teams.get(str(row.get("agent_name")))
+        if team is None:
+            prompts.append((list(row["prompt"]), tools_of(for_row(default, row.get("extra_info")))))
+            continue
+        lead = team.lead
+        lead_tools = tools_of(replace(default, servers=lead.servers_header, tools=lead.tools))
+        delegate = [team.delegate_tool(lead)] if lead.delegates_to else []
+        prompts.append((lead_messages(team, list(row["prompt"])), lead_tools + delegate))
+    if len(listed) > 1:
+        reach.done.append(
+            f"counted each row's prompt with its own tools ({len(listed) - 1} selection(s) besides MCP_SERVERS'"
+            " listed: rows' mcp_servers/mcp_tools, teams' coordinators)"
+        )
+    return prompts
+
+
 def _longest_prompt(
-    config: Any, tokenizer: Any, rows: list[dict[str, Any]], tools: list[dict[str, Any]]
+    config: Any, tokenizer: Any, prompts: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]
 ) -> int:
     from omegaconf import OmegaConf
 
@@ -302,7 +353,7 @@ def _longest_prompt(
     kwargs = config.data.get("apply_chat_template_kwargs")
     kwargs = OmegaConf.to_container(kwargs) if OmegaConf.is_config(kwargs) else dict(kwargs or {})
     tape = TokenTape(tokenizer, response_length=1, chat_template_kwargs=kwargs)
-    return max(len(tape.begin(list(row["prompt"]), tools)) for row in rows)
+    return max(len(tape.begin(messages, tools)) for messages, tools in prompts)
 
 
 def _tool_output_tokens(
@@ -354,34 +405,30 @@ def _check_reward_on_a_right_answer(config: Any, rows: list[dict[str, Any]], rea
         )
 
 
-def _teams(config: Any, rows: list[dict[str, Any]]) -> list[Any]:
-    """The teams the rows select by agent_name (the agent.yaml entries with a team key)."""
+def _teams(config: Any, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The teams the rows select, by agent_name (the agent.yaml entries with a team key)."""
     from omegaconf import OmegaConf
 
     from .team import load_team
 
     path = config.actor_rollout_ref.rollout.agent.agent_loop_config_path
     if not path:
-        return []
+        return {}
     entries = {str(e.name): str(e.team) for e in OmegaConf.load(Path(path).expanduser()) if e.get("team")}
     selected = {str(row.get("agent_name")) for row in rows}
-    return [load_team(entries[name]) for name in sorted(selected & set(entries))]
+    return {name: load_team(entries[name]) for name in sorted(selected & set(entries))}
 
 
 def _longest_handoff(config: Any, tokenizer: Any, teams: list[Any], reach: Reach) -> int | None:
     """Tokens of the longest hand-off of these teams: a delegated role's prompt with its tool schemas."""
-    import anyio
     from omegaconf import OmegaConf
 
     from .delegation import role_messages
-    from .mcp_session import McpSettings, McpToolSession
+    from .mcp_session import McpSettings
     from .tokens import TokenTape
 
-    async def schemas(team: Any, role: Any) -> list[dict[str, Any]]:
-        settings = McpSettings.from_env(servers=role.servers_header, tools=role.tools)
-        with anyio.fail_after(30):
-            async with McpToolSession(settings) as session:
-                tools = session.openai_tools()
+    def schemas(team: Any, role: Any) -> list[dict[str, Any]]:
+        tools = _list_tools(McpSettings.from_env(servers=role.servers_header, tools=role.tools))
         return tools + ([team.delegate_tool(role)] if role.delegates_to else [])
 
     kwargs = config.data.get("apply_chat_template_kwargs")
@@ -392,7 +439,7 @@ def _longest_handoff(config: Any, tokenizer: Any, teams: list[Any], reach: Reach
         for name in {n for role in team.roles.values() for n in role.delegates_to}:
             role = team.roles[name]
             try:
-                tools = anyio.run(schemas, team, role)
+                tools = schemas(team, role)
             except Exception as exc:
                 reach.not_reached.append(
                     f"the tools of team {team.name}'s {name} ({type(exc).__name__}: {exc}); its hand-offs "
@@ -415,19 +462,22 @@ def _budget(
     rollout = config.actor_rollout_ref.rollout
     max_turns = int(rollout.multi_turn.max_assistant_turns or 32)
     teams = _teams(config, rows)
+    prompts = _row_prompts(rows, tools, teams, reach) if tokenizer is not None else []
     return Budget(
         model_len=int(
             rollout.max_model_len or config.data.max_prompt_length + config.data.max_response_length
         ),
         prompt_length=int(config.data.max_prompt_length),
         response_length=int(config.data.max_response_length),
-        max_turns=max([max_turns] + [team.max_turns(max_turns) for team in teams]),
+        max_turns=max([max_turns] + [team.max_turns(max_turns) for team in teams.values()]),
         turn_tokens=env_tokens("GAIA_TURN_TOKENS"),
         tool_tokens=env_tokens("GAIA_TOOL_TOKENS_PER_TURN"),
-        longest_prompt=None if tokenizer is None else _longest_prompt(config, tokenizer, rows, tools or []),
+        longest_prompt=None if tokenizer is None else _longest_prompt(config, tokenizer, prompts),
         tool_output_tokens=None if tokenizer is None else _tool_output_tokens(config, tokenizer, tools, rows),
-        delegations=max([0] + [team.max_delegations for team in teams]),
-        handoff_tokens=_longest_handoff(config, tokenizer, teams, reach) if teams and tokenizer else None,
+        delegations=max([0] + [team.max_delegations for team in teams.values()]),
+        handoff_tokens=_longest_handoff(config, tokenizer, list(teams.values()), reach)
+        if teams and tokenizer
+        else None,
     )
 
 
