@@ -251,6 +251,22 @@ def test_eval_plays_a_row_with_the_team_its_agent_name_names(tmp_path, fake_mcp,
     assert summary["mean_delegations"] == pytest.approx(2 / 3)
 
 
+def test_a_teams_roles_share_the_episodes_response_budget(tmp_path, fake_mcp) -> None:
+    team_file = tmp_path / "pair.toml"
+    team_file.write_text(TEAM_TOML)
+    data = tmp_path / "rows.parquet"
+    pd.DataFrame([ds.to_row(task("t", 1, "5", "What is 2 + 3?"), 0, "/data", "pair")]).to_parquet(data)
+    out = tmp_path / "eval"
+    # The fake counts a token per 4 characters: the lead's call 1, the helper's two turns 1 and 5. The
+    # helper's turns spend the lead's budget too, so the lead stops before it answers.
+    with LoopbackServer(chat_completions_app(team_agent)) as server:
+        args = eval_args(data, out, server.url("/v1"), fake_mcp.url, "--team", str(team_file))
+        assert main([*args, "--max-response-tokens", "4"]) == 0
+    [record] = read_jsonl(out / "trajectories.jsonl")
+    assert record["delegations"][0]["answer"] == "5"
+    assert record["stop"] == "response_budget" and record["answer"] is None and record["reward"] == 0.0
+
+
 def test_eval_refuses_rows_no_team_can_play(tmp_path, fake_mcp, agent_endpoint, capsys) -> None:
     _, base_url = agent_endpoint
     unknown = tmp_path / "unknown.parquet"

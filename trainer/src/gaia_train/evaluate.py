@@ -26,7 +26,7 @@ from .dataset import AGENT_NAME, HIDDEN_ANSWER
 from .delegation import play, refuse_row_selection
 from .episode import EpisodeLimits, Stop
 from .mcp_session import EnvironmentUnavailable, McpSettings
-from .openai_policy import EndpointSettings, OpenAIPolicy, episode_client
+from .openai_policy import EndpointSettings, OpenAIPolicy, Spent, episode_client
 from .reward import ANSWER_KEY, routed_reward_func
 from .team import Team, teams_for_rows
 
@@ -81,10 +81,11 @@ async def _run_one(
 ) -> dict[str, Any]:
     truth = str(row["reward_model"]["ground_truth"])
     agent_name = str(row.get("agent_name") or AGENT_NAME)
+    spent = Spent()  # the episode's completion tokens, every role's together
     async with episode_client(endpoint.request_timeout_s) as client:
         result, team = await play(
             list(row["prompt"]),
-            lambda: OpenAIPolicy(client, endpoint),
+            lambda: OpenAIPolicy(client, endpoint, spent),
             mcp,
             limits,
             teams.get(agent_name),

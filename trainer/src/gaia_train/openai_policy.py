@@ -83,13 +83,20 @@ def _retry_after(response: httpx.Response) -> float | None:
         return None
 
 
+@dataclass
+class Spent:
+    """Completion tokens an episode has used: one per episode, shared by a team's roles."""
+
+    completion_tokens: int = 0
+
+
 class OpenAIPolicy:
-    def __init__(self, client: httpx.AsyncClient, settings: EndpointSettings, episode_key: str = ""):
+    def __init__(self, client: httpx.AsyncClient, settings: EndpointSettings, spent: Spent | None = None):
         self.client = client
         self.settings = settings
-        self.episode_key = episode_key
+        # max_response_tokens bounds the whole episode: a team's roles draw on one count.
+        self.spent = spent or Spent()
         self.tools: list[dict[str, Any]] = []
-        self.completion_tokens = 0
         self.turn = 0
 
     async def start(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> None:
@@ -99,7 +106,7 @@ class OpenAIPolicy:
         if self.settings.max_response_tokens is None:
             return self.settings.max_tokens
         return max(
-            1, min(self.settings.max_tokens, self.settings.max_response_tokens - self.completion_tokens)
+            1, min(self.settings.max_tokens, self.settings.max_response_tokens - self.spent.completion_tokens)
         )
 
     async def _post(self, payload: dict[str, Any]) -> dict[str, Any]:
@@ -151,7 +158,7 @@ class OpenAIPolicy:
         except (KeyError, IndexError, TypeError):
             raise ModelError(f"the endpoint's answer has no choices[0].message: {str(data)[:300]}") from None
         usage = data.get("usage") or {}
-        self.completion_tokens += int(usage.get("completion_tokens") or 0)
+        self.spent.completion_tokens += int(usage.get("completion_tokens") or 0)
         structured = message.get("tool_calls") or None
         calls = None
         if structured:
@@ -183,4 +190,4 @@ class OpenAIPolicy:
 
     def budget_left(self) -> bool:
         limit = self.settings.max_response_tokens
-        return limit is None or self.completion_tokens < limit
+        return limit is None or self.spent.completion_tokens < limit
