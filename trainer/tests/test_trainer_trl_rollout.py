@@ -54,7 +54,13 @@ def test_each_step_draws_new_samples(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def row(task_id: str, question: str, **fields: Any) -> dict[str, Any]:
     info = {"task_id": task_id, **fields.pop("extra_info", {})}
-    return {"prompt": [{"role": "user", "content": question}], "extra_info": info, **fields}
+    return {
+        "prompt": [{"role": "user", "content": question}],
+        "extra_info": info,
+        "data_source": "gaia",
+        "reward_model": {"ground_truth": "1"},
+        **fields,
+    }
 
 
 def test_each_prompt_is_played_as_its_row_says(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -83,6 +89,17 @@ def test_each_prompt_is_played_as_its_row_says(monkeypatch: pytest.MonkeyPatch) 
     }
     with pytest.raises(ValueError, match="a prompt of no row"):
         anyio.run(rollout._run_all, [[{"role": "user", "content": "unknown?"}]], Uniform(), 0)
+
+
+def test_prompts_are_found_after_the_datasets_round_trip() -> None:
+    named = row("a", "named?", agent_name="demo_team")
+    named["prompt"] = [{"role": "system", "content": "Be brief.", "name": "policy"}, *named["prompt"]]
+    rows = [named, row("b", "plain?")]
+    plays = trl_grpo.row_plays(rows)
+    # What TRL hands over: the dataset's rows, each message with every key of the column.
+    for prompt in trl_grpo.grpo_dataset(rows)["prompt"]:
+        assert trl_grpo._prompt_key(prompt) in plays
+    assert plays[trl_grpo._prompt_key(named["prompt"])].team.name == "demo_team"
 
 
 def test_rows_that_trl_cannot_tell_apart_are_refused() -> None:

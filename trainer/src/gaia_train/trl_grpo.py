@@ -114,7 +114,9 @@ def row_plays(rows: Sequence[dict[str, Any]], team_files: Sequence[str | Path] =
 
 
 def _prompt_key(messages: Sequence[dict[str, Any]]) -> str:
-    return json.dumps(list(messages), sort_keys=True, ensure_ascii=False, default=str)
+    # Arrow gives every message of a dataset column the same keys, None where a message had none.
+    present = [{k: v for k, v in m.items() if v is not None} for m in messages]
+    return json.dumps(present, sort_keys=True, ensure_ascii=False, default=str)
 
 
 @dataclass
