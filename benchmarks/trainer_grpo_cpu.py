@@ -5,11 +5,13 @@ three GAIA-format demo tasks; a tiny Qwen2 model and tokenizer built on the spot
 warm-started on scripted episodes through the same gateway so that it calls the right tool and
 then answers one of the set's answers at random; then GRPO steps in which every completion is
 one gateway-driven episode in its own MCP session. Prints the reward per step and writes the
-curve (PNG) and the numbers (JSON).
+curve (PNG) and the numbers (JSON). `--team` trains the demo team instead (gaia_train/config/
+teams/demo_team.toml: the researcher delegates to the coder, who computes in the terminal sandbox).
 
     uv run --no-sync python benchmarks/trainer_grpo_cpu.py    # 60 steps, groups of 8, AdamW 5e-4
     uv run --no-sync python benchmarks/trainer_grpo_cpu.py --plot docs/trainer_grpo_cpu.png \
         --json docs/trainer_grpo_cpu.json
+    uv run --no-sync python benchmarks/trainer_grpo_cpu.py --team   # the demo team: researcher + coder
 
 Needs the trainer's extras: scripts/trainer-extra.sh and scripts/trl-extra.sh (make test runs both).
 """
@@ -22,14 +24,18 @@ import logging
 import os
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 import torch
 from gaia_train import cpu_demo
 from gaia_train.demo_data import write_demo_snapshot
+from gaia_train.mcp_session import McpSettings
+from gaia_train.team import load_team
 from gaia_train.tiny_model import TinyModelConfig, build_model, build_tokenizer
-from gaia_train.trl_grpo import GaiaRollout, grpo_config, grpo_dataset, grpo_trainer
+from gaia_train.trl_grpo import GaiaRollout, grpo_config, grpo_dataset, grpo_trainer, row_plays
 from loadgen import start_gateway
 from transformers import TrainerCallback
 
@@ -63,7 +69,7 @@ def thirds(values: list[float]) -> list[float]:
     return [round(sum(part) / len(part), 3) for part in parts if part]
 
 
-def plot(rows: list[dict[str, float]], baseline: float, path: Path) -> None:
+def plot(rows: list[dict[str, float]], baseline: float, title: str, path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -85,11 +91,59 @@ def plot(rows: list[dict[str, float]], baseline: float, path: Path) -> None:
     ax.set_xlabel("GRPO step")
     ax.set_ylabel("GAIA reward (0/1)")
     ax.set_ylim(-0.02, 1.02)
-    ax.set_title("TRL GRPO on CPU through the gaia-env gateway (tiny model, 3 demo tasks)")
+    ax.set_title(f"TRL GRPO on CPU through the gaia-env gateway ({title})")
     ax.legend(loc="lower right", fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path)
+
+
+@dataclass
+class Setup:
+    """What a run trains: its rows, the warm-started model and tokenizer, the rollout."""
+
+    rows: list[cpu_demo.DemoTaskRow]
+    tokenizer: Any
+    model: torch.nn.Module
+    losses: list[float]
+    scripted: int
+    rollout: GaiaRollout
+    chance: float
+    """The reward of a warm-started model that picks among its memorized answers at random."""
+
+
+def single_agent(work: Path, url: str, args: argparse.Namespace) -> Setup:
+    """Three demo tasks (csv, csv, docx), one agent; chance is one answer in three."""
+    mcp = cpu_demo.demo_mcp(url)
+    rows = cpu_demo.demo_rows(work / "demo")
+    tokenizer = build_tokenizer(anyio.run(cpu_demo.corpus, rows, mcp) * 4)
+    model = build_model(tokenizer, TinyModelConfig(seed=args.seed))
+    scripted = anyio.run(cpu_demo.scripted_episodes, rows, tokenizer, mcp)
+    losses = cpu_demo.warm_start(model, scripted, steps=args.warm_steps)
+    plays = row_plays([r.row for r in rows])
+    rollout = GaiaRollout(tokenizer, mcp, cpu_demo.LIMITS, response_length=1024, seed=args.seed, plays=plays)
+    return Setup(rows, tokenizer, model, losses, len(scripted), rollout, 1 / len(rows))
+
+
+def team(work: Path, url: str, args: argparse.Namespace) -> Setup:
+    """The demo team on csv-revenue: the researcher writes a note and delegates, the coder computes in
+    the terminal sandbox; the warm-start answers either of two numbers, so chance is one in two."""
+    demo_team = load_team(cpu_demo.TEAM)
+    [task] = cpu_demo.demo_rows(work / "demo", (cpu_demo.TEAM_TASK,), cpu_demo.TEAM)
+    mcp = McpSettings(url=url, max_output_chars=cpu_demo.MAX_TOOL_OUTPUT)
+    tokenizer = build_tokenizer(anyio.run(cpu_demo.team_corpus, task, demo_team, mcp) * 4)
+    model = build_model(tokenizer, TinyModelConfig(seed=args.seed))
+    scripted = anyio.run(cpu_demo.scripted_team_episodes, task, tokenizer, demo_team, mcp, 4096, 3)
+    losses = cpu_demo.warm_start(model, scripted, steps=args.warm_steps)
+    rollout = GaiaRollout(
+        tokenizer,
+        mcp,
+        cpu_demo.TEAM_LIMITS,
+        response_length=2048,
+        seed=args.seed,
+        plays=row_plays([task.row]),
+    )
+    return Setup([task], tokenizer, model, losses, len(scripted), rollout, 1 / len(cpu_demo.TEAM_ANSWERS))
 
 
 def main() -> int:
@@ -100,7 +154,15 @@ def main() -> int:
     parser.add_argument(
         "--optim", default="adamw_torch", help="a transformers optimizer name (sgd, adamw_torch, ...)"
     )
-    parser.add_argument("--warm-steps", type=int, default=80, help="supervised warm-start steps")
+    parser.add_argument(
+        "--warm-steps",
+        type=int,
+        default=None,
+        help="supervised warm-start steps (default 80; 150 with --team)",
+    )
+    parser.add_argument(
+        "--team", action="store_true", help="train the demo team (researcher and coder) instead of one agent"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--threads", type=int, default=1, help="torch intra-op threads (1 suits a shared 2-core box)"
@@ -108,32 +170,31 @@ def main() -> int:
     parser.add_argument("--plot", type=Path, help="write the reward curve here (PNG)")
     parser.add_argument("--json", type=Path, help="write the numbers here")
     args = parser.parse_args()
+    if args.warm_steps is None:
+        args.warm_steps = 150 if args.team else 80
     # The MCP SDK and the trainer log every request at INFO; only the curve belongs on the screen.
     logging.basicConfig(level=logging.WARNING)
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
+    servers = cpu_demo.TEAM_SERVERS if args.team else cpu_demo.SERVERS
 
     with tempfile.TemporaryDirectory(prefix="gaia-grpo-cpu-") as tmp:
         work = Path(tmp)
+        # The terminal sandbox runs commands as an unprivileged uid, which must read the dataset.
+        work.chmod(0o755)
         write_demo_snapshot(work / "demo", skip_audio=True)
-        gateway = start_gateway(work, work / "demo", "--servers", cpu_demo.SERVERS)
+        gateway = start_gateway(work, work / "demo", "--servers", servers)
         try:
-            mcp = cpu_demo.demo_mcp(gateway.url)
-            rows = cpu_demo.demo_rows(work / "demo")
             t0 = time.perf_counter()
-            tokenizer = build_tokenizer(anyio.run(cpu_demo.corpus, rows, mcp) * 4)
-            model = build_model(tokenizer, TinyModelConfig(seed=args.seed))
-            scripted = anyio.run(cpu_demo.scripted_episodes, rows, tokenizer, mcp)
-            losses = cpu_demo.warm_start(model, scripted, steps=args.warm_steps)
-            warm_s = time.perf_counter() - t0
+            setup = (team if args.team else single_agent)(work, gateway.url, args)
+            model, rows, rollout, losses = setup.model, setup.rows, setup.rollout, setup.losses
             print(
-                f"tiny model: {sum(p.numel() for p in model.parameters()):,} parameters, vocabulary {len(tokenizer)}; "
-                f"warm-start on {len(scripted)} scripted episodes: loss {losses[0]:.2f} -> {losses[-1]:.3f} "
-                f"in {warm_s:.0f} s",
+                f"tiny model: {sum(p.numel() for p in model.parameters()):,} parameters, vocabulary "
+                f"{len(setup.tokenizer)}; warm-start on {setup.scripted} scripted episodes: loss "
+                f"{losses[0]:.2f} -> {losses[-1]:.3f} in {time.perf_counter() - t0:.0f} s",
                 flush=True,
             )
-            rollout = GaiaRollout(tokenizer, mcp, cpu_demo.LIMITS, response_length=1024, seed=args.seed)
             config = grpo_config(
                 str(work / "out"),
                 steps=args.steps,
@@ -145,7 +206,9 @@ def main() -> int:
                 optim=args.optim,
                 lr_scheduler_type="constant",
             )
-            trainer = grpo_trainer(model, tokenizer, grpo_dataset([r.row for r in rows]), rollout, config)
+            trainer = grpo_trainer(
+                model, setup.tokenizer, grpo_dataset([r.row for r in rows]), rollout, config
+            )
             printer = PrintRewards()
             trainer.add_callback(printer)
             trainer.train()
@@ -159,8 +222,9 @@ def main() -> int:
         "episodes": len(rollout.episodes),
         "distinct_mcp_sessions": len(sessions),
         "episodes_per_step": len(rows) * args.generations,
-        "tasks": list(cpu_demo.TASK_KEYS),
-        "servers": cpu_demo.SERVERS,
+        "agent": cpu_demo.TEAM if args.team else "gaia_agent",
+        "tasks": [cpu_demo.TEAM_TASK] if args.team else list(cpu_demo.TASK_KEYS),
+        "servers": servers,
         "parameters": sum(p.numel() for p in model.parameters()),
         "warm_start_steps": args.warm_steps,
         "warm_start_loss": [round(losses[0], 3), round(losses[-1], 4)],
@@ -177,7 +241,8 @@ def main() -> int:
     width = max(map(len, summary))
     print("\n".join(f"{k.ljust(width)}  {v}" for k, v in summary.items()))
     if args.plot:
-        plot(printer.rows, 1 / len(rows), args.plot)
+        title = "tiny model, the demo team on one task" if args.team else "tiny model, 3 demo tasks"
+        plot(printer.rows, setup.chance, title, args.plot)
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
     return 0
