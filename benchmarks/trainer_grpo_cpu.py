@@ -217,11 +217,18 @@ def main() -> int:
 
     sessions = {e.result.session_id for e in rollout.episodes}
     first, last = printer.rows[:5], printer.rows[-5:]
+    per_step = len(rows) * args.generations
+    steps = [rollout.episodes[i : i + per_step] for i in range(0, len(rollout.episodes), per_step)]
+
+    def share_by_third(happened) -> list[float]:
+        """The share of each step's episodes in which `happened`, averaged by third of the run."""
+        return thirds([sum(map(happened, step)) / len(step) for step in steps])
+
     result = {
         "steps": len(printer.rows),
         "episodes": len(rollout.episodes),
         "distinct_mcp_sessions": len(sessions),
-        "episodes_per_step": len(rows) * args.generations,
+        "episodes_per_step": per_step,
         "agent": cpu_demo.TEAM if args.team else "gaia_agent",
         "tasks": [cpu_demo.TEAM_TASK] if args.team else list(cpu_demo.TASK_KEYS),
         "servers": servers,
@@ -233,6 +240,15 @@ def main() -> int:
         "reward_mean_first_5_steps": round(sum(r["reward_mean"] for r in first) / len(first), 3),
         "reward_mean_last_5_steps": round(sum(r["reward_mean"] for r in last) / len(last), 3),
         "reward_mean_by_third": thirds([r["reward_mean"] for r in printer.rows]),
+        # Whether the policy still does the work: calls a tool that answers (and, a team, delegates).
+        "tool_call_share_by_third": share_by_third(
+            lambda e: bool(e.result.metrics.total_tool_calls and not e.result.metrics.tool_errors)
+        ),
+        **(
+            {"delegated_share_by_third": share_by_third(lambda e: bool(e.team.delegations))}
+            if args.team
+            else {}
+        ),
         "seconds_per_step": round(printer.rows[-1]["seconds"] / len(printer.rows), 2),
         "cpus": os.cpu_count(),
         "per_step": printer.rows,
@@ -241,7 +257,7 @@ def main() -> int:
     width = max(map(len, summary))
     print("\n".join(f"{k.ljust(width)}  {v}" for k, v in summary.items()))
     if args.plot:
-        title = "tiny model, the demo team on one task" if args.team else "tiny model, 3 demo tasks"
+        title = "tiny model, the demo team" if args.team else "tiny model, 3 demo tasks"
         plot(printer.rows, setup.chance, title, args.plot)
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
