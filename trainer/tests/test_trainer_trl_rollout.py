@@ -106,3 +106,9 @@ def test_rows_that_trl_cannot_tell_apart_are_refused() -> None:
     with pytest.raises(ValueError, match="same prompt but a different agent_name"):
         trl_grpo.row_plays([row("a", "same?"), row("b", "same?", agent_name="demo_team")])
     assert len(trl_grpo.row_plays([row("a", "same?"), row("b", "same?")])) == 1
+
+
+def test_a_team_row_that_selects_servers_is_refused_before_training() -> None:
+    selecting = row("a", "team?", agent_name="demo_team", extra_info={"mcp_servers": ["excel-server"]})
+    with pytest.raises(ValueError, match="whose roles each bring their own"):
+        trl_grpo.row_plays([selecting])

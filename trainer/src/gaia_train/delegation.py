@@ -22,15 +22,17 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from mcp_types.version import LATEST_MODERN_VERSION
 
+from .dataset import AGENT_NAME
 from .episode import EpisodeLimits, EpisodeMetrics, EpisodeResult, Policy, Stop, run_episode
 from .mcp_session import McpSettings, McpToolSession, ToolOutcome, cap_text, for_row, neutralize_tags
-from .team import DELEGATE, Role, Team
+from .team import DELEGATE, Role, Team, teams_for_rows
 from .tokens import NoRoom
 from .toolcalls import ToolCall, strip_tool_calls
 
@@ -296,6 +298,20 @@ async def play(
     refuse_row_selection(team, extra_info)
     played = await run_team_episode(messages, team, new_policy, mcp, limits)
     return played.episode_result(), played
+
+
+def teams_of_rows(
+    rows: Iterable[Mapping[str, Any]], team_files: Sequence[str | Path] = ()
+) -> dict[str, Team]:
+    """The teams the rows select by `agent_name` (`team.teams_for_rows`), checked before any episode
+    starts: a team row that also selects servers is refused here, not mid-run."""
+    rows = list(rows)
+    teams = teams_for_rows(rows, team_files, AGENT_NAME)
+    for row in rows:
+        team = teams.get(str(row.get("agent_name") or AGENT_NAME))
+        if team is not None:
+            refuse_row_selection(team, row.get("extra_info"))
+    return teams
 
 
 def refuse_row_selection(team: Team, extra_info: Any) -> None:

@@ -23,12 +23,12 @@ import anyio
 from tqdm import tqdm
 
 from .dataset import AGENT_NAME, HIDDEN_ANSWER
-from .delegation import play, refuse_row_selection
+from .delegation import play, teams_of_rows
 from .episode import EpisodeLimits, Stop
 from .mcp_session import EnvironmentUnavailable, McpSettings
 from .openai_policy import EndpointSettings, OpenAIPolicy, Spent, episode_client
 from .reward import ANSWER_KEY, routed_reward_func
-from .team import Team, teams_for_rows
+from .team import Team
 
 TRAJECTORIES = "trajectories.jsonl"
 ERRORS = "errors.jsonl"
@@ -132,10 +132,7 @@ async def run_episodes(
     A row whose `agent_name` names a team (one of `team_files`, else a shipped one) is played by it."""
     if concurrency < 1:
         raise ValueError(f"--concurrency must be at least 1, got {concurrency}")
-    teams = teams_for_rows(rows, team_files, AGENT_NAME)
-    for row in rows:  # before any episode starts: a team row cannot also select servers
-        if str(row.get("agent_name") or AGENT_NAME) in teams:
-            refuse_row_selection(teams[str(row["agent_name"])], row.get("extra_info"))
+    teams = teams_of_rows(rows, team_files)
     ids = [_task_id(r) for r in rows]
     if len(set(ids)) != len(ids):
         raise ValueError("the dataset has repeated task ids; eval keys its trajectories by task id")

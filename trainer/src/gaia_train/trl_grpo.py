@@ -31,11 +31,11 @@ from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
 
 from .dataset import AGENT_NAME
-from .delegation import TeamResult, play
+from .delegation import TeamResult, play, teams_of_rows
 from .episode import EpisodeLimits, EpisodeResult
 from .mcp_session import McpSettings
 from .reward import ANSWER_KEY, SCORER_KEY, routed_reward_func
-from .team import Team, teams_for_rows
+from .team import Team
 from .tiny_model import sample
 from .tokens import GenerateIds, TokenPolicy, TokenTape
 
@@ -96,7 +96,7 @@ class RowPlay:
 
 def row_plays(rows: Sequence[dict[str, Any]], team_files: Sequence[str | Path] = ()) -> dict[str, RowPlay]:
     """Each row's play keyed by its prompt: TRL hands `rollout_func` the prompts only."""
-    teams = teams_for_rows(rows, team_files, AGENT_NAME)
+    teams = teams_of_rows(rows, team_files)
     plays: dict[str, RowPlay] = {}
     for row in rows:
         info = dict(row.get("extra_info") or {})
