@@ -59,7 +59,7 @@ whisper-extra: trainer-extra
 trainer-extra: sync
 	@scripts/trainer-extra.sh
 
-# TRL for the CPU GRPO loop (gaia_train.trl_grpo), with pip next to the trainer's CPU torch.
+# TRL for the CPU GRPO loop (gaia_train.trl_adapter), with pip next to the trainer's CPU torch.
 trl-extra: trainer-extra
 	@scripts/trl-extra.sh
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from gaia_env import answer_sizes
-from gaia_train.demo_data import write_demo_snapshot
+from gaia_train.demo.snapshot import write_demo_snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = "/workspace/gaia_dataset/2023/validation"

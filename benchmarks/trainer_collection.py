@@ -28,12 +28,12 @@ import anyio
 import httpx
 from gaia_kit_testing.fake_openai import chat_completions_app, tool_call
 from gaia_kit_testing.loopback import LoopbackServer, free_port
-from gaia_train import dataset as ds
-from gaia_train.demo_data import write_demo_snapshot
-from gaia_train.episode import EpisodeLimits
-from gaia_train.evaluate import TRAJECTORIES, run_episodes, summarize
-from gaia_train.mcp_session import McpSettings
-from gaia_train.openai_policy import EndpointSettings
+from gaia_train.data import gaia as ds
+from gaia_train.demo.snapshot import write_demo_snapshot
+from gaia_train.episode.loop import EpisodeLimits
+from gaia_train.episode.session import McpSettings
+from gaia_train.eval.evaluate import TRAJECTORIES, run_episodes, summarize
+from gaia_train.eval.openai_policy import EndpointSettings
 from loadgen import Gateway, start_gateway
 
 SERVERS = "filesystem-server,documents-csv-server"

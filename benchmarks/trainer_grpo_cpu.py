@@ -30,12 +30,12 @@ from typing import Any
 
 import anyio
 import torch
-from gaia_train import cpu_demo
-from gaia_train.demo_data import write_demo_snapshot
-from gaia_train.mcp_session import McpSettings
-from gaia_train.team import load_team
-from gaia_train.tiny_model import TinyModelConfig, build_model, build_tokenizer
-from gaia_train.trl_grpo import GaiaRollout, grpo_config, grpo_dataset, grpo_trainer, row_plays
+from gaia_train.demo import warm_start
+from gaia_train.demo.snapshot import write_demo_snapshot
+from gaia_train.demo.tiny_model import TinyModelConfig, build_model, build_tokenizer
+from gaia_train.episode.session import McpSettings
+from gaia_train.teams.team import load_team
+from gaia_train.trl_adapter.rollout import GaiaRollout, grpo_config, grpo_dataset, grpo_trainer, row_plays
 from loadgen import start_gateway
 from transformers import TrainerCallback
 
@@ -102,7 +102,7 @@ def plot(rows: list[dict[str, float]], baseline: float, title: str, path: Path) 
 class Setup:
     """What a run trains: its rows, the warm-started model and tokenizer, the rollout."""
 
-    rows: list[cpu_demo.DemoTaskRow]
+    rows: list[warm_start.DemoTaskRow]
     tokenizer: Any
     model: torch.nn.Module
     losses: list[float]
@@ -114,36 +114,38 @@ class Setup:
 
 def single_agent(work: Path, url: str, args: argparse.Namespace) -> Setup:
     """Three demo tasks (csv, csv, docx), one agent; chance is one answer in three."""
-    mcp = cpu_demo.demo_mcp(url)
-    rows = cpu_demo.demo_rows(work / "demo")
-    tokenizer = build_tokenizer(anyio.run(cpu_demo.corpus, rows, mcp) * 4)
+    mcp = warm_start.demo_mcp(url)
+    rows = warm_start.demo_rows(work / "demo")
+    tokenizer = build_tokenizer(anyio.run(warm_start.corpus, rows, mcp) * 4)
     model = build_model(tokenizer, TinyModelConfig(seed=args.seed))
-    scripted = anyio.run(cpu_demo.scripted_episodes, rows, tokenizer, mcp)
-    losses = cpu_demo.warm_start(model, scripted, steps=args.warm_steps)
+    scripted = anyio.run(warm_start.scripted_episodes, rows, tokenizer, mcp)
+    losses = warm_start.warm_start(model, scripted, steps=args.warm_steps)
     plays = row_plays([r.row for r in rows])
-    rollout = GaiaRollout(tokenizer, mcp, cpu_demo.LIMITS, response_length=1024, seed=args.seed, plays=plays)
+    rollout = GaiaRollout(
+        tokenizer, mcp, warm_start.LIMITS, response_length=1024, seed=args.seed, plays=plays
+    )
     return Setup(rows, tokenizer, model, losses, len(scripted), rollout, 1 / len(rows))
 
 
 def team(work: Path, url: str, args: argparse.Namespace) -> Setup:
     """The demo team on csv-revenue: the researcher writes a note and delegates, the coder computes in
     the terminal sandbox; the warm-start answers either of two numbers, so chance is one in two."""
-    demo_team = load_team(cpu_demo.TEAM)
-    [task] = cpu_demo.demo_rows(work / "demo", (cpu_demo.TEAM_TASK,), cpu_demo.TEAM)
-    mcp = McpSettings(url=url, max_output_chars=cpu_demo.MAX_TOOL_OUTPUT)
-    tokenizer = build_tokenizer(anyio.run(cpu_demo.team_corpus, task, demo_team, mcp) * 4)
+    demo_team = load_team(warm_start.TEAM)
+    [task] = warm_start.demo_rows(work / "demo", (warm_start.TEAM_TASK,), warm_start.TEAM)
+    mcp = McpSettings(url=url, max_output_chars=warm_start.MAX_TOOL_OUTPUT)
+    tokenizer = build_tokenizer(anyio.run(warm_start.team_corpus, task, demo_team, mcp) * 4)
     model = build_model(tokenizer, TinyModelConfig(seed=args.seed))
-    scripted = anyio.run(cpu_demo.scripted_team_episodes, task, tokenizer, demo_team, mcp, 4096, 3)
-    losses = cpu_demo.warm_start(model, scripted, steps=args.warm_steps)
+    scripted = anyio.run(warm_start.scripted_team_episodes, task, tokenizer, demo_team, mcp, 4096, 3)
+    losses = warm_start.warm_start(model, scripted, steps=args.warm_steps)
     rollout = GaiaRollout(
         tokenizer,
         mcp,
-        cpu_demo.TEAM_LIMITS,
+        warm_start.TEAM_LIMITS,
         response_length=2048,
         seed=args.seed,
         plays=row_plays([task.row]),
     )
-    return Setup([task], tokenizer, model, losses, len(scripted), rollout, 1 / len(cpu_demo.TEAM_ANSWERS))
+    return Setup([task], tokenizer, model, losses, len(scripted), rollout, 1 / len(warm_start.TEAM_ANSWERS))
 
 
 def main() -> int:
@@ -177,7 +179,7 @@ def main() -> int:
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
-    servers = cpu_demo.TEAM_SERVERS if args.team else cpu_demo.SERVERS
+    servers = warm_start.TEAM_SERVERS if args.team else warm_start.SERVERS
 
     with tempfile.TemporaryDirectory(prefix="gaia-grpo-cpu-") as tmp:
         work = Path(tmp)
@@ -229,8 +231,8 @@ def main() -> int:
         "episodes": len(rollout.episodes),
         "distinct_mcp_sessions": len(sessions),
         "episodes_per_step": per_step,
-        "agent": cpu_demo.TEAM if args.team else "gaia_agent",
-        "tasks": [cpu_demo.TEAM_TASK] if args.team else list(cpu_demo.TASK_KEYS),
+        "agent": warm_start.TEAM if args.team else "gaia_agent",
+        "tasks": [warm_start.TEAM_TASK] if args.team else list(warm_start.TASK_KEYS),
         "servers": servers,
         "parameters": sum(p.numel() for p in model.parameters()),
         "warm_start_steps": args.warm_steps,

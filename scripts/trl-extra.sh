@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs TRL (the CPU GRPO adapter, gaia_train.trl_grpo) into the workspace venv with pip, next
+# Installs TRL (the CPU GRPO adapter, gaia_train.trl_adapter) into the workspace venv with pip, next
 # to the CPU torch that scripts/trainer-extra.sh put there. torch is named again, pinned, so pip
 # keeps that build instead of fetching another one for TRL's requirements.
 set -euo pipefail

@@ -160,6 +160,99 @@ def test_no_test_double_lives_in_the_kit():
         assert not re.search(r"^class Fake", path.read_text(), re.M), path
 
 
+# ---- the trainer's rooms ----
+
+TRAINER_SRC = ROOT / "trainer" / "src" / TRAINER
+# Each room of gaia_train (a subpackage, or a module of its own) and the rooms it may import: the
+# layering docs/architecture.md draws. `reward` imports nothing of the package because verl loads it
+# by file path; the demo is for CPU machines and no room a GPU node runs imports it.
+TRAINER_ROOMS = {
+    "row": set(),
+    "reward": set(),
+    "episode": {"row", "reward"},
+    "teams": {"episode"},
+    "play": {"episode", "teams", "row"},
+    "data": {"row", "reward"},
+    "environment": {"episode"},
+    "eval": {"episode", "play", "teams", "data", "row", "reward"},
+    "verl_adapter": {"episode", "play", "teams", "data", "row", "reward"},
+    "verl_agent": {"verl_adapter"},
+    "trl_adapter": {"episode", "play", "teams", "row", "reward"},
+    "demo": {"episode", "play", "teams", "data", "row", "reward", "trl_adapter"},
+    "cli": {"episode", "data", "row", "eval", "environment", "verl_adapter", "demo"},
+}
+DEMO_LIBRARIES = {"docx", "fpdf", "openpyxl", "PIL"}
+
+
+def trainer_modules() -> dict[str, Path]:
+    """gaia_train's modules by dotted name (packages by their own name)."""
+    found = {}
+    for path in TRAINER_SRC.rglob("*.py"):
+        parts = path.relative_to(TRAINER_SRC.parent).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def resolved_imports(module: str, path: Path, *, top_level_only: bool = False) -> set[str]:
+    """Every module `path` imports, relative imports resolved against `module`."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    tree = ast.parse(path.read_text(), str(path))
+    nodes = tree.body if top_level_only else ast.walk(tree)
+    found: set[str] = set()
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                head = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*head, *([node.module] if node.module else [])])
+            found.add(base)
+            found |= {f"{base}.{alias.name}" for alias in node.names}
+    return found
+
+
+def room_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == TRAINER and len(parts) > 1 else None
+
+
+def test_every_trainer_module_lives_in_a_known_room():
+    rooms = {room_of(m) for m in trainer_modules()} - {None}
+    assert rooms == set(TRAINER_ROOMS), f"rooms without a rule: {sorted(rooms - set(TRAINER_ROOMS))}"
+
+
+def test_each_trainer_room_imports_only_the_rooms_below_it():
+    modules = trainer_modules()
+    for module, path in modules.items():
+        room = room_of(module)
+        if room is None:
+            continue
+        used = {room_of(m) for m in resolved_imports(module, path) if m in modules} - {None, room}
+        wrong = used - TRAINER_ROOMS[room]
+        assert not wrong, (
+            f"{module} imports the rooms {sorted(wrong)}; {room} may import {sorted(TRAINER_ROOMS[room])}"
+        )
+
+
+def test_gpu_node_code_never_imports_the_demo():
+    # The cli imports it inside `demo-data` only, so a GPU node without the demo extra runs every other command.
+    for module, path in trainer_modules().items():
+        if room_of(module) == "demo":
+            continue
+        imported = resolved_imports(module, path, top_level_only=room_of(module) == "cli")
+        assert not any(room_of(m) == "demo" for m in imported), f"{module} imports gaia_train.demo"
+        assert not top_levels(imported) & DEMO_LIBRARIES, f"{module} imports the demo's libraries"
+
+
+def test_the_demo_libraries_come_with_the_demo_extra():
+    trainer = project(ROOT / "trainer")
+    used = top_levels(imports(TRAINER_SRC / "demo")) & DEMO_LIBRARIES
+    names, _ = declared(trainer["optional-dependencies"]["demo"])
+    assert used and all(distributions(m) & names for m in used)
+    assert not names & declared(trainer["dependencies"])[0], "a demo library is also a core dependency"
+
+
 # ---- every package declares what it imports ----
 
 

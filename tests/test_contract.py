@@ -7,7 +7,7 @@ import inspect
 from pathlib import Path
 
 from gaia_kit.core import contract
-from gaia_train import mcp_session
+from gaia_train.episode.session import RETRY_AFTER
 
 TRAINER_BUSY_TEST = Path(__file__).resolve().parents[1] / "trainer" / "tests" / "test_trainer_busy.py"
 
@@ -18,7 +18,7 @@ def test_the_contract_module_imports_nothing() -> None:
 
 
 def test_the_trainer_reads_busy_answers_as_the_gateway_writes_them() -> None:
-    assert mcp_session.RETRY_AFTER == contract.RETRY_AFTER
+    assert RETRY_AFTER == contract.RETRY_AFTER
     assert f"BUSY = {contract.BUSY}" in TRAINER_BUSY_TEST.read_text()  # the code its fake server answers with
 
 

@@ -19,13 +19,13 @@ from typing import Any
 import anyio
 import pytest
 import torch
-from gaia_train import cpu_demo
-from gaia_train.demo_data import write_demo_snapshot
-from gaia_train.mcp_session import McpToolSession
+from gaia_train.demo import warm_start
+from gaia_train.demo.snapshot import write_demo_snapshot
+from gaia_train.demo.tiny_model import build_model, build_tokenizer
+from gaia_train.episode.session import McpToolSession
+from gaia_train.episode.toolcalls import parse_tool_calls
 from gaia_train.reward import question_scorer
-from gaia_train.tiny_model import build_model, build_tokenizer
-from gaia_train.toolcalls import parse_tool_calls
-from gaia_train.trl_grpo import (
+from gaia_train.trl_adapter.rollout import (
     GaiaRollout,
     gaia_grpo_reward,
     grpo_config,
@@ -48,12 +48,12 @@ def demo(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def gateway(demo: Path, tmp_path_factory) -> Iterator[RunningGateway]:
-    gateway = launch(tmp_path_factory.mktemp("gw"), "--servers", cpu_demo.SERVERS, dataset_dir=demo)
+    gateway = launch(tmp_path_factory.mktemp("gw"), "--servers", warm_start.SERVERS, dataset_dir=demo)
     yield gateway
     gateway.stop()
 
 
-async def server_outputs(rows: list[cpu_demo.DemoTaskRow], mcp) -> dict[str, str]:
+async def server_outputs(rows: list[warm_start.DemoTaskRow], mcp) -> dict[str, str]:
     """Each attachment as the real server renders it, asked directly (not through an episode)."""
     outputs = {}
     async with McpToolSession(mcp) as session:
@@ -68,16 +68,16 @@ async def server_outputs(rows: list[cpu_demo.DemoTaskRow], mcp) -> dict[str, str
 def test_trl_grpo_steps_through_the_real_gateway(demo: Path, gateway: RunningGateway, tmp_path: Path) -> None:
     torch.manual_seed(0)
     torch.set_num_threads(1)  # on a shared 2-core machine a second intra-op thread only waits
-    mcp = cpu_demo.demo_mcp(gateway.url)
-    rows = cpu_demo.demo_rows(demo)
-    tokenizer = build_tokenizer(anyio.run(cpu_demo.corpus, rows, mcp) * 4)
+    mcp = warm_start.demo_mcp(gateway.url)
+    rows = warm_start.demo_rows(demo)
+    tokenizer = build_tokenizer(anyio.run(warm_start.corpus, rows, mcp) * 4)
     model = build_model(tokenizer)
-    losses = cpu_demo.warm_start(model, anyio.run(cpu_demo.scripted_episodes, rows, tokenizer, mcp))
+    losses = warm_start.warm_start(model, anyio.run(warm_start.scripted_episodes, rows, tokenizer, mcp))
     assert losses[-1] < losses[0] / 4, losses
 
     dataset_rows = [r.row for r in rows]
     rollout = GaiaRollout(
-        tokenizer, mcp, cpu_demo.LIMITS, response_length=1024, plays=row_plays(dataset_rows)
+        tokenizer, mcp, warm_start.LIMITS, response_length=1024, plays=row_plays(dataset_rows)
     )
     scored: list[dict[str, Any]] = []
 

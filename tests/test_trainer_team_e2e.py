@@ -18,10 +18,10 @@ from pathlib import Path
 
 import anyio
 import pytest
-from gaia_train import cpu_demo
-from gaia_train.demo_data import write_demo_snapshot
-from gaia_train.mcp_session import McpSettings
-from gaia_train.team import load_team
+from gaia_train.demo import warm_start
+from gaia_train.demo.snapshot import write_demo_snapshot
+from gaia_train.episode.session import McpSettings
+from gaia_train.teams.team import load_team
 from gateway_harness import RunningGateway, launch
 from verl_harness import runs
 
@@ -31,7 +31,7 @@ GENERATIONS = 6
 (and so no gradient) has odds of about 1 in 30, in both steps about 1 in 1,000."""
 
 pytest.importorskip("torch", reason="the tiny model needs torch: run scripts/trainer-extra.sh")
-from gaia_train.tiny_model import build_model, build_tokenizer  # noqa: E402
+from gaia_train.demo.tiny_model import build_model, build_tokenizer  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -47,17 +47,17 @@ def demo() -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def gateway(demo: Path, tmp_path_factory) -> Iterator[RunningGateway]:
-    gateway = launch(tmp_path_factory.mktemp("gw"), "--servers", cpu_demo.TEAM_SERVERS, dataset_dir=demo)
+    gateway = launch(tmp_path_factory.mktemp("gw"), "--servers", warm_start.TEAM_SERVERS, dataset_dir=demo)
     yield gateway
     gateway.stop()
 
 
 @pytest.fixture(scope="module")
 def setup(demo: Path, gateway: RunningGateway):
-    team = load_team(cpu_demo.TEAM)
-    [task] = cpu_demo.demo_rows(demo, (cpu_demo.TEAM_TASK,), cpu_demo.TEAM)
-    mcp = McpSettings(url=gateway.url, max_output_chars=cpu_demo.MAX_TOOL_OUTPUT)
-    tokenizer = build_tokenizer(anyio.run(cpu_demo.team_corpus, task, team, mcp) * 4)
+    team = load_team(warm_start.TEAM)
+    [task] = warm_start.demo_rows(demo, (warm_start.TEAM_TASK,), warm_start.TEAM)
+    mcp = McpSettings(url=gateway.url, max_output_chars=warm_start.MAX_TOOL_OUTPUT)
+    tokenizer = build_tokenizer(anyio.run(warm_start.team_corpus, task, team, mcp) * 4)
     return team, task, mcp, tokenizer
 
 
@@ -73,10 +73,10 @@ def tool_calls(gateway: RunningGateway, session: str) -> list[tuple[str, str]]:
 
 def test_the_demo_team_works_through_the_real_gateway(setup, gateway: RunningGateway) -> None:
     team, task, mcp, tokenizer = setup
-    episodes = anyio.run(cpu_demo.scripted_team_episodes, task, tokenizer, team, mcp)
-    assert [e.result.answer for e in episodes] == list(cpu_demo.TEAM_ANSWERS)
+    episodes = anyio.run(warm_start.scripted_team_episodes, task, tokenizer, team, mcp)
+    assert [e.result.answer for e in episodes] == list(warm_start.TEAM_ANSWERS)
 
-    for episode, answer in zip(episodes, cpu_demo.TEAM_ANSWERS, strict=True):
+    for episode, answer in zip(episodes, warm_start.TEAM_ANSWERS, strict=True):
         session = episode.result.session_id
         # Each role's calls went to its own servers, all under the episode's one session.
         assert tool_calls(gateway, session) == [
@@ -87,7 +87,9 @@ def test_the_demo_team_works_through_the_real_gateway(setup, gateway: RunningGat
         # the tool responses, the coder's answer handed back) is mask 0.
         tape = episode.tape
         sampled = [tape.response_ids[s:e] for v, s, e in runs(tape.response_mask) if v == 1]
-        expected = [tokenizer.encode(t, add_special_tokens=False) for t in cpu_demo.team_turns(task, answer)]
+        expected = [
+            tokenizer.encode(t, add_special_tokens=False) for t in warm_start.team_turns(task, answer)
+        ]
         assert sampled == expected
         context = [tokenizer.decode(tape.response_ids[s:e]) for v, s, e in runs(tape.response_mask) if v == 0]
         assert len(context) == 4
@@ -108,19 +110,19 @@ def test_the_demo_team_works_through_the_real_gateway(setup, gateway: RunningGat
 def test_the_demo_team_trains_with_trl_grpo(setup, gateway: RunningGateway, tmp_path: Path) -> None:
     pytest.importorskip("trl", reason="TRL comes with scripts/trl-extra.sh")
     import torch
-    from gaia_train.trl_grpo import GaiaRollout, grpo_config, grpo_dataset, grpo_trainer, row_plays
+    from gaia_train.trl_adapter.rollout import GaiaRollout, grpo_config, grpo_dataset, grpo_trainer, row_plays
 
     team, task, mcp, tokenizer = setup
     torch.manual_seed(0)
     torch.set_num_threads(1)
     model = build_model(tokenizer)
-    scripted = anyio.run(cpu_demo.scripted_team_episodes, task, tokenizer, team, mcp, 4096, 3)
-    losses = cpu_demo.warm_start(model, scripted, steps=150)
+    scripted = anyio.run(warm_start.scripted_team_episodes, task, tokenizer, team, mcp, 4096, 3)
+    losses = warm_start.warm_start(model, scripted, steps=150)
     assert losses[-1] < losses[0] / 4, losses
 
     # The row selects the team by its agent_name (demo_team), as under VeRL.
     rollout = GaiaRollout(
-        tokenizer, mcp, cpu_demo.TEAM_LIMITS, response_length=2048, plays=row_plays([task.row])
+        tokenizer, mcp, warm_start.TEAM_LIMITS, response_length=2048, plays=row_plays([task.row])
     )
     config = grpo_config(
         str(tmp_path / "out"),

@@ -57,7 +57,7 @@ def make_loop(
     max_tool_response_length: int = 4000,
     team: str | None = None,
 ):
-    import gaia_train.verl_agent  # noqa: F401  (registers gaia_agent)
+    import gaia_train.verl_adapter.agent_loop  # noqa: F401  (registers gaia_agent)
     import hydra
     from omegaconf import OmegaConf
     from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap

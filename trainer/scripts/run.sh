@@ -152,6 +152,6 @@ elif [ -n "$MCP_AUTH_TOKEN" ]; then
 fi
 
 if [ "$DRY_RUN" = "1" ]; then
-  exec "$PYTHON" -m gaia_train.verl_config "${overrides[@]}" "$@"
+  exec "$PYTHON" -m gaia_train.verl_adapter.config_check "${overrides[@]}" "$@"
 fi
 exec "$PYTHON" -m verl.trainer.main_ppo "${overrides[@]}" "$@"

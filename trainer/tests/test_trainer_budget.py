@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gaia_train.budget import Budget
+from gaia_train.episode.budget import Budget
 
 
 def recipe(**changes: int | None) -> Budget:
@@ -49,7 +49,7 @@ def test_what_cannot_be_promised_is_a_warning() -> None:
 
 
 def test_a_team_pays_for_its_hand_offs() -> None:
-    from gaia_train.team import load_team
+    from gaia_train.teams.team import load_team
 
     team = load_team("research_team")
     turns = team.max_turns(32)  # the researcher's 16, and 4 delegations of the coder's 8

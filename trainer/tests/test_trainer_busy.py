@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 from gaia_kit_testing.loopback import LoopbackServer
-from gaia_train.mcp_session import RETRY_AFTER, McpSettings, McpToolSession
-from gaia_train.toolcalls import ToolCall
+from gaia_train.episode.session import RETRY_AFTER, McpSettings, McpToolSession
+from gaia_train.episode.toolcalls import ToolCall
 from mcp.server import MCPServer
 from mcp.shared.exceptions import MCPError
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from gaia_train import dataset as ds
 from gaia_train.cli import main
+from gaia_train.data import gaia as ds
 
 
 def write_snapshot(root: Path, *, levels=(1,) * 10 + (2,) * 6 + (3,) * 4, parquet: bool = False) -> Path:

@@ -8,9 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from gaia_train import dataset as ds
-from gaia_train import demo_data
 from gaia_train.cli import main
+from gaia_train.data import gaia as ds
+from gaia_train.demo import snapshot
 
 
 def test_demo_snapshot_has_real_attachments_and_right_answers(tmp_path: Path) -> None:
@@ -21,7 +21,7 @@ def test_demo_snapshot_has_real_attachments_and_right_answers(tmp_path: Path) ->
     assert main(["demo-data", "--out", str(tmp_path)]) == 0
     split = tmp_path / "2023" / "validation"
     rows = {r["task_id"]: r for r in map(json.loads, (split / "metadata.jsonl").read_text().splitlines())}
-    by_key = {t.key: t for t in demo_data.DEMO_TASKS}
+    by_key = {t.key: t for t in snapshot.DEMO_TASKS}
     assert len(rows) == len(by_key) == 7
     assert {r["Level"] for r in rows.values()} == {"1", "2", "3"}
 
@@ -64,14 +64,14 @@ def test_demo_snapshot_has_real_attachments_and_right_answers(tmp_path: Path) ->
 
 
 def test_demo_parquet_metadata_without_audio(tmp_path: Path) -> None:
-    tasks = demo_data.write_demo_snapshot(tmp_path, metadata_format="parquet", skip_audio=True)
+    tasks = snapshot.write_demo_snapshot(tmp_path, metadata_format="parquet", skip_audio=True)
     assert "wav" not in {t.extension for t in tasks}
     assert (tmp_path / "2023" / "validation" / "metadata.parquet").exists()
     assert len(ds.load_split(tmp_path, "validation")) == 6
 
 
 def test_missing_espeak_names_the_package_and_writes_nothing(tmp_path: Path, monkeypatch, capsys) -> None:
-    monkeypatch.setattr(demo_data.shutil, "which", lambda name: None)
+    monkeypatch.setattr(snapshot.shutil, "which", lambda name: None)
     assert main(["demo-data", "--out", str(tmp_path / "demo")]) == 1
     err = capsys.readouterr().err
     assert "apt-get install espeak-ng" in err and "--skip-audio" in err
@@ -79,6 +79,6 @@ def test_missing_espeak_names_the_package_and_writes_nothing(tmp_path: Path, mon
 
 
 def test_existing_snapshot_is_not_overwritten(tmp_path: Path) -> None:
-    demo_data.write_demo_snapshot(tmp_path, skip_audio=True)
-    with pytest.raises(demo_data.DemoDataError, match="already exists"):
-        demo_data.write_demo_snapshot(tmp_path, skip_audio=True)
+    snapshot.write_demo_snapshot(tmp_path, skip_audio=True)
+    with pytest.raises(snapshot.DemoDataError, match="already exists"):
+        snapshot.write_demo_snapshot(tmp_path, skip_audio=True)

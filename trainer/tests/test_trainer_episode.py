@@ -7,8 +7,8 @@ from typing import Any
 
 import anyio
 import pytest
-from gaia_train.episode import EpisodeLimits, Generation, ModelError, Stop, run_episode
-from gaia_train.mcp_session import EnvironmentUnavailable, McpSettings, McpToolSession
+from gaia_train.episode.loop import EpisodeLimits, Generation, ModelError, Stop, run_episode
+from gaia_train.episode.session import EnvironmentUnavailable, McpSettings, McpToolSession
 
 pytestmark = pytest.mark.anyio
 
@@ -217,7 +217,7 @@ def test_the_token_may_come_from_a_file(tmp_path, monkeypatch) -> None:
 
 
 async def test_a_row_may_narrow_the_tools_and_must_name_real_ones(fake_mcp) -> None:
-    from gaia_train.mcp_session import for_row
+    from gaia_train.episode.session import for_row
 
     settings = McpSettings(url=fake_mcp.url)
     narrowed = for_row(settings, {"mcp_tools": "add,read_file", "mcp_servers": ["a", "b"]})

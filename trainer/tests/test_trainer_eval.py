@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from gaia_kit_testing.fake_openai import chat_completions_app, tool_call
 from gaia_kit_testing.loopback import LoopbackServer
-from gaia_train import dataset as ds
 from gaia_train.cli import main
+from gaia_train.data import gaia as ds
 
 
 def task(task_id: str, level: int, answer: str, question: str = "What is the code?") -> ds.GaiaTask:
@@ -307,7 +307,7 @@ def test_eval_on_hidden_answers_writes_a_submission(tmp_path, fake_mcp, agent_en
 
 def test_eval_on_the_demo_snapshot_and_unreachable_gateway(tmp_path, agent_endpoint, capsys) -> None:
     _, base_url = agent_endpoint
-    from gaia_train.demo_data import write_demo_snapshot
+    from gaia_train.demo.snapshot import write_demo_snapshot
 
     write_demo_snapshot(tmp_path / "demo", skip_audio=True)
     args = [

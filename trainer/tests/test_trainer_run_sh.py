@@ -17,8 +17,8 @@ pytest.importorskip(
     reason="verl is not installed: run scripts/trainer-extra.sh (torch CPU + verl 0.9.1) to check run.sh",
 )
 
-from gaia_train import dataset as ds  # noqa: E402
-from gaia_train.demo_data import write_demo_snapshot  # noqa: E402
+from gaia_train.data import gaia as ds  # noqa: E402
+from gaia_train.demo.snapshot import write_demo_snapshot  # noqa: E402
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
@@ -112,7 +112,7 @@ def test_dry_run_fails_on_unknown_keys_and_known_traps(data_dir: Path) -> None:
 
 def test_checks_verl_does_not_do_itself(tmp_path: Path) -> None:
     from gaia_train import reward
-    from gaia_train.verl_config import ConfigError, _check_agent_loops, _check_reward
+    from gaia_train.verl_adapter.config_check import ConfigError, _check_agent_loops, _check_reward
     from omegaconf import OmegaConf
 
     def config(**reward_fn: str):
@@ -125,7 +125,7 @@ def test_checks_verl_does_not_do_itself(tmp_path: Path) -> None:
         _check_reward(config(path=str(tmp_path / "missing.py"), name="f"))
 
     agent_yaml = tmp_path / "agent.yaml"
-    agent_yaml.write_text("- name: other\n  _target_: gaia_train.verl_agent.NoSuchLoop\n")
+    agent_yaml.write_text("- name: other\n  _target_: gaia_train.verl_adapter.agent_loop.NoSuchLoop\n")
     agents = OmegaConf.create(
         {
             "actor_rollout_ref": {
@@ -137,7 +137,9 @@ def test_checks_verl_does_not_do_itself(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match="has no NoSuchLoop"):
         _check_agent_loops(agents)
-    agent_yaml.write_text("- name: gaia_agent\n  _target_: gaia_train.verl_agent.GaiaAgentLoop\n")
+    agent_yaml.write_text(
+        "- name: gaia_agent\n  _target_: gaia_train.verl_adapter.agent_loop.GaiaAgentLoop\n"
+    )
     with pytest.raises(ConfigError, match="default_agent_loop=other is not registered"):
         _check_agent_loops(agents)
 
@@ -228,8 +230,8 @@ def test_dry_run_counts_a_teams_hand_offs(tmp_path: Path, tiny_model_dir: Path, 
     )
     agents = tmp_path / "agent.yaml"
     agents.write_text(
-        "- name: gaia_agent\n  _target_: gaia_train.verl_agent.GaiaAgentLoop\n"
-        f"- name: pair\n  _target_: gaia_train.verl_agent.GaiaAgentLoop\n  team: {team}\n"
+        "- name: gaia_agent\n  _target_: gaia_train.verl_adapter.agent_loop.GaiaAgentLoop\n"
+        f"- name: pair\n  _target_: gaia_train.verl_adapter.agent_loop.GaiaAgentLoop\n  team: {team}\n"
     )
     write_demo_snapshot(tmp_path / "snapshot", skip_audio=True)
     ds.build(tmp_path / "snapshot", tmp_path / "data", test_size=2, agent_name="pair")
@@ -280,8 +282,8 @@ def test_dry_run_counts_each_rows_prompt_with_its_own_tools(
     )
     agents = tmp_path / "agent.yaml"
     agents.write_text(
-        "- name: gaia_agent\n  _target_: gaia_train.verl_agent.GaiaAgentLoop\n"
-        f"- name: wordy\n  _target_: gaia_train.verl_agent.GaiaAgentLoop\n  team: {team}\n"
+        "- name: gaia_agent\n  _target_: gaia_train.verl_adapter.agent_loop.GaiaAgentLoop\n"
+        f"- name: wordy\n  _target_: gaia_train.verl_adapter.agent_loop.GaiaAgentLoop\n  team: {team}\n"
     )
     write_demo_snapshot(tmp_path / "snapshot", skip_audio=True)
     ds.build(tmp_path / "snapshot", tmp_path / "data", test_size=2, agent_name="wordy")

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from gaia_train import dataset as ds
-from gaia_train.demo_data import write_demo_snapshot
+from gaia_train.data import gaia as ds
+from gaia_train.data.tasks import TaskFileError, TaskSource, load_task_file
+from gaia_train.demo.snapshot import write_demo_snapshot
 from gaia_train.reward import ANSWER_KEY, routed_reward_func
-from gaia_train.tasks import TaskFileError, TaskSource, load_task_file
 
 
 def write_tasks(path: Path, tasks: list[dict]) -> Path:

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gaia_train.delegation import SHARED_SESSION_MODE, run_team_episode
-from gaia_train.episode import EpisodeLimits, Generation
-from gaia_train.mcp_session import McpSettings
-from gaia_train.team import TEAMS_DIR, TeamConfigError, load_team, parse_team, teams_for_rows
+from gaia_train.episode.loop import EpisodeLimits, Generation
+from gaia_train.episode.session import McpSettings
+from gaia_train.teams.delegation import SHARED_SESSION_MODE, run_team_episode
+from gaia_train.teams.team import TEAMS_DIR, TeamConfigError, load_team, parse_team, teams_for_rows
 from verl_harness import ScriptedServer, call, make_loop, runs
 
 pytestmark = pytest.mark.anyio

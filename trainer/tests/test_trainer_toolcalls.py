@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gaia_train.toolcalls import parse_arguments, parse_tool_calls, strip_tool_calls
+from gaia_train.episode.toolcalls import parse_arguments, parse_tool_calls, strip_tool_calls
 
 
 def test_several_calls_in_one_turn_keep_their_order() -> None:

@@ -9,7 +9,9 @@ import anyio
 import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed: run scripts/trainer-extra.sh")
-trl_grpo = pytest.importorskip("gaia_train.trl_grpo", reason="TRL is not installed: run scripts/trl-extra.sh")
+trl_rollout = pytest.importorskip(
+    "gaia_train.trl_adapter.rollout", reason="TRL is not installed: run scripts/trl-extra.sh"
+)
 
 VOCAB = 50
 
@@ -31,8 +33,8 @@ def play(monkeypatch: pytest.MonkeyPatch, delays: list[float], calls: int = 1) -
         second, _ = await generate_ids([1], 6)
         return first + second
 
-    monkeypatch.setattr(trl_grpo, "run_tape_episode", episode)
-    rollout = trl_grpo.GaiaRollout(SimpleNamespace(eos_token_id=-1), mcp=None)
+    monkeypatch.setattr(trl_rollout, "run_tape_episode", episode)
+    rollout = trl_rollout.GaiaRollout(SimpleNamespace(eos_token_id=-1), mcp=None)
     prompts = [[{"index": i}] for i in range(len(delays))]
     runs = []
     for call in range(calls):
@@ -78,8 +80,10 @@ def test_each_prompt_is_played_as_its_row_says(monkeypatch: pytest.MonkeyPatch) 
     async def episode(messages, tokenizer, generate_ids, mcp, limits, length, team, extra_info) -> None:
         seen[messages[0]["content"]] = (team.name if team else None, extra_info)
 
-    monkeypatch.setattr(trl_grpo, "run_tape_episode", episode)
-    rollout = trl_grpo.GaiaRollout(SimpleNamespace(eos_token_id=-1), mcp=None, plays=trl_grpo.row_plays(rows))
+    monkeypatch.setattr(trl_rollout, "run_tape_episode", episode)
+    rollout = trl_rollout.GaiaRollout(
+        SimpleNamespace(eos_token_id=-1), mcp=None, plays=trl_rollout.row_plays(rows)
+    )
     # TRL repeats each prompt num_generations times and hands over copies.
     anyio.run(rollout._run_all, [r["prompt"] for r in rows[::-1]] * 2, Uniform(), 0)
     assert seen == {
@@ -95,20 +99,20 @@ def test_prompts_are_found_after_the_datasets_round_trip() -> None:
     named = row("a", "named?", agent_name="demo_team")
     named["prompt"] = [{"role": "system", "content": "Be brief.", "name": "policy"}, *named["prompt"]]
     rows = [named, row("b", "plain?")]
-    plays = trl_grpo.row_plays(rows)
+    plays = trl_rollout.row_plays(rows)
     # What TRL hands over: the dataset's rows, each message with every key of the column.
-    for prompt in trl_grpo.grpo_dataset(rows)["prompt"]:
-        assert trl_grpo._prompt_key(prompt) in plays
-    assert plays[trl_grpo._prompt_key(named["prompt"])].team.name == "demo_team"
+    for prompt in trl_rollout.grpo_dataset(rows)["prompt"]:
+        assert trl_rollout._prompt_key(prompt) in plays
+    assert plays[trl_rollout._prompt_key(named["prompt"])].team.name == "demo_team"
 
 
 def test_rows_that_trl_cannot_tell_apart_are_refused() -> None:
     with pytest.raises(ValueError, match="same prompt but a different agent_name"):
-        trl_grpo.row_plays([row("a", "same?"), row("b", "same?", agent_name="demo_team")])
-    assert len(trl_grpo.row_plays([row("a", "same?"), row("b", "same?")])) == 1
+        trl_rollout.row_plays([row("a", "same?"), row("b", "same?", agent_name="demo_team")])
+    assert len(trl_rollout.row_plays([row("a", "same?"), row("b", "same?")])) == 1
 
 
 def test_a_team_row_that_selects_servers_is_refused_before_training() -> None:
     selecting = row("a", "team?", agent_name="demo_team", extra_info={"mcp_servers": ["excel-server"]})
     with pytest.raises(ValueError, match="whose roles each bring their own"):
-        trl_grpo.row_plays([selecting])
+        trl_rollout.row_plays([selecting])

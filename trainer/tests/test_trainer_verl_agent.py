@@ -22,8 +22,9 @@ pytest.importorskip(
 )
 
 import gaia_train  # noqa: E402
-import gaia_train.verl_agent  # noqa: E402,F401  (registers gaia_agent)
+import gaia_train.verl_agent  # noqa: E402
 from gaia_train.reward import gaia_reward_func  # noqa: E402
+from gaia_train.verl_adapter.agent_loop import GaiaAgentLoop  # noqa: E402  (registers gaia_agent)
 from omegaconf import OmegaConf  # noqa: E402
 from verl.experimental.agent_loop.agent_loop import _agent_loop_registry  # noqa: E402
 from verl.experimental.reward_loop.reward_manager.naive import NaiveRewardManager  # noqa: E402
@@ -39,11 +40,14 @@ PROMPT = [
 
 
 def test_gaia_agent_is_registered_and_listed_in_agent_yaml() -> None:
-    assert _agent_loop_registry["gaia_agent"]["_target_"] == "gaia_train.verl_agent.GaiaAgentLoop"
+    target = "gaia_train.verl_adapter.agent_loop.GaiaAgentLoop"
+    assert _agent_loop_registry["gaia_agent"]["_target_"] == target
     entries = OmegaConf.load(Path(gaia_train.__file__).parent / "config" / "agent.yaml")
-    assert {"name": "gaia_agent", "_target_": "gaia_train.verl_agent.GaiaAgentLoop"} in [
-        OmegaConf.to_container(e) for e in entries
-    ]
+    assert {"name": "gaia_agent", "_target_": target} in [OmegaConf.to_container(e) for e in entries]
+
+
+def test_configs_that_name_the_old_module_still_load_the_loop() -> None:
+    assert gaia_train.verl_agent.GaiaAgentLoop is GaiaAgentLoop
 
 
 async def test_tokens_are_the_sampled_ones_and_tool_output_is_masked(tokenizer, fake_mcp) -> None:

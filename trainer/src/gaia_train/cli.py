@@ -10,11 +10,11 @@ from pathlib import Path
 
 import anyio
 
-from . import dataset as ds
-from .demo_data import DemoDataError, write_demo_snapshot
-from .episode import EpisodeLimits
-from .mcp_session import McpSettings
-from .tasks import TaskFileError, TaskSource
+from .data import gaia as ds
+from .data.tasks import TaskFileError, TaskSource
+from .episode.loop import EpisodeLimits
+from .episode.session import McpSettings
+from .row import AGENT_NAME
 
 
 def _size(text: str) -> float:
@@ -68,8 +68,8 @@ def _add_dataset(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--agent-name",
-        default=ds.AGENT_NAME,
-        help=f"VeRL agent loop of every row that names none (default {ds.AGENT_NAME}; a team of agent.yaml, "
+        default=AGENT_NAME,
+        help=f"VeRL agent loop of every row that names none (default {AGENT_NAME}; a team of agent.yaml, "
         "e.g. demo_team, plays the rows as a team)",
     )
     p.add_argument(
@@ -108,8 +108,8 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--split", default="validation", help="split of --snapshot (default validation)")
     p.add_argument(
         "--agent-name",
-        default=ds.AGENT_NAME,
-        help=f"who plays --snapshot's tasks (default {ds.AGENT_NAME}, the single agent; a team's name, "
+        default=AGENT_NAME,
+        help=f"who plays --snapshot's tasks (default {AGENT_NAME}, the single agent; a team's name, "
         "e.g. demo_team, plays them as that team)",
     )
     p.add_argument(
@@ -180,7 +180,19 @@ def _cmd_dataset(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    tasks = write_demo_snapshot(args.out, metadata_format=args.format, skip_audio=args.skip_audio)
+    # The demo is an optional room (GPU nodes install the trainer without it): imported for this command only.
+    try:
+        from .demo.snapshot import DemoDataError, write_demo_snapshot
+    except ModuleNotFoundError as exc:
+        raise ValueError(
+            f"demo-data needs the trainer's demo extra ({exc.name} is not installed): "
+            "pip install './trainer[demo]' from the checkout (the uv workspace installs it)"
+        ) from None
+    try:
+        tasks = write_demo_snapshot(args.out, metadata_format=args.format, skip_audio=args.skip_audio)
+    except DemoDataError as exc:
+        print(f"gaia-train {args.command}: {exc}", file=sys.stderr)
+        return 1
     print(f"wrote {len(tasks)} validation tasks and the hidden-answer test split under {args.out / '2023'}")
     print(f"serve it with: gaia-env serve --dataset-dir {args.out}")
     return 0
@@ -202,8 +214,8 @@ def _eval_rows(args: argparse.Namespace) -> list[dict]:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from .evaluate import format_table, run_eval
-    from .openai_policy import EndpointSettings
+    from .eval.evaluate import format_table, run_eval
+    from .eval.openai_policy import EndpointSettings
 
     if not args.base_url:
         raise ValueError("--base-url (or OPENAI_BASE_URL) is required, e.g. http://127.0.0.1:8000/v1")
@@ -311,10 +323,10 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_eval(args)
         if args.command == "check-env":
             return _cmd_check_env(args)
-        from .verl_config import main as check_main
+        from .verl_adapter.config_check import main as check_main
 
         return check_main((["--print"] if args.print else []) + args.overrides)
-    except (ds.DatasetError, TaskFileError, DemoDataError, ValueError, FileNotFoundError) as exc:
+    except (ds.DatasetError, TaskFileError, ValueError, FileNotFoundError) as exc:
         print(f"gaia-train {args.command}: {exc}", file=sys.stderr)
         return 1
 

@@ -15,8 +15,8 @@ from urllib.parse import urlsplit
 
 import httpx2
 
-from .mcp_session import EnvironmentUnavailable, McpSettings, McpToolSession
-from .toolcalls import ToolCall
+from .episode.session import EnvironmentUnavailable, McpSettings, McpToolSession
+from .episode.toolcalls import ToolCall
 
 # Tried first when present: cheap, read-only, and they say something about the environment.
 PREFERRED_SAMPLE_TOOLS = ("list_allowed_directories", "get_current_time", "list_directory")

@@ -33,6 +33,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, DiscoverResult, EmbeddedResource, ImageContent, TextContent, Tool
 
+from ..row import MCP_SERVERS, MCP_TOOLS
 from .toolcalls import ToolCall
 
 log = logging.getLogger(__name__)
@@ -121,8 +122,8 @@ def for_row(settings: McpSettings, extra_info: Any) -> McpSettings:
     """
     if not isinstance(extra_info, dict):
         return settings
-    servers = _names(extra_info.get("mcp_servers"), "mcp_servers")
-    tools = _names(extra_info.get("mcp_tools"), "mcp_tools")
+    servers = _names(extra_info.get(MCP_SERVERS), MCP_SERVERS)
+    tools = _names(extra_info.get(MCP_TOOLS), MCP_TOOLS)
     return replace(
         settings,
         servers=",".join(servers) if servers else settings.servers,

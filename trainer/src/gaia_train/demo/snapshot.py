@@ -4,7 +4,8 @@ Every question needs a tool to answer: a CSV to aggregate, an xlsx to filter, a 
 to read, an image to OCR and a spoken clip to transcribe. The attachments are generated here,
 deterministically, so the answers are known exactly. The layout is a GAIA snapshot's:
 `<out>/2023/validation/metadata.jsonl` (or .parquet) with the attachments beside it, and a
-`2023/test` split whose answers are hidden ("?"), as upstream.
+`2023/test` split whose answers are hidden ("?"), as upstream. The libraries that write the
+attachments come with the trainer's `demo` extra.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
+from docx import Document
+from fpdf import FPDF
+from openpyxl import Workbook
+from PIL import Image, ImageDraw, ImageFont
 
 ESPEAK = "espeak-ng"
 _NAMESPACE = uuid.UUID("6f1c1f64-3a5e-4d0b-9a55-6a2f0d1c7e10")
@@ -74,8 +79,6 @@ def _write_sales_csv(path: Path) -> None:
 
 
 def _write_stock_xlsx(path: Path) -> None:
-    from openpyxl import Workbook
-
     book = Workbook()
     sheet = book.active
     sheet.title = "Stock"
@@ -86,8 +89,6 @@ def _write_stock_xlsx(path: Path) -> None:
 
 
 def _write_memo_docx(path: Path) -> None:
-    from docx import Document
-
     document = Document()
     document.add_heading("Internal memo", level=1)
     document.add_paragraph("To: the platform team. From: research operations.")
@@ -103,8 +104,6 @@ def _write_memo_docx(path: Path) -> None:
 
 
 def _write_report_pdf(path: Path) -> None:
-    from fpdf import FPDF
-
     pdf = FPDF()
     pdf.set_creation_date(datetime(2024, 1, 1))
     pdf.set_compression(False)  # plain text streams: any PDF reader, however simple, finds the words
@@ -123,8 +122,6 @@ def _write_report_pdf(path: Path) -> None:
 
 
 def _write_note_png(path: Path) -> None:
-    from PIL import Image, ImageDraw, ImageFont
-
     image = Image.new("RGB", (900, 220), "white")
     draw = ImageDraw.Draw(image)
     draw.text((40, 70), "GATE CODE 4729", fill="black", font=ImageFont.load_default(size=72))

@@ -18,8 +18,8 @@ from typing import Any
 
 import httpx
 
-from .episode import Generation, ModelError
-from .toolcalls import ToolCall, parse_arguments
+from ..episode.loop import Generation, ModelError
+from ..episode.toolcalls import ToolCall, parse_arguments
 
 TRANSIENT_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 

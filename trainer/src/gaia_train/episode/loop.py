@@ -20,8 +20,8 @@ from typing import Any, Protocol
 
 import anyio
 
-from .mcp_session import ToolOutcome
-from .reward import final_answer
+from ..reward import final_answer
+from .session import ToolOutcome
 from .toolcalls import ToolCall, parse_tool_calls, strip_tool_calls
 
 

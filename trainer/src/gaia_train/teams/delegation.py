@@ -22,19 +22,17 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from mcp_types.version import LATEST_MODERN_VERSION
 
-from .dataset import AGENT_NAME
-from .episode import EpisodeLimits, EpisodeMetrics, EpisodeResult, Policy, Stop, run_episode
-from .mcp_session import McpSettings, McpToolSession, ToolOutcome, cap_text, for_row, neutralize_tags
-from .team import DELEGATE, Role, Team, teams_for_rows
-from .tokens import NoRoom
-from .toolcalls import ToolCall, strip_tool_calls
+from ..episode.loop import EpisodeLimits, EpisodeMetrics, EpisodeResult, Policy, Stop, run_episode
+from ..episode.session import McpSettings, McpToolSession, ToolOutcome, cap_text, neutralize_tags
+from ..episode.tokens import NoRoom
+from ..episode.toolcalls import ToolCall, strip_tool_calls
+from .team import DELEGATE, Role, Team
 
 SHARED_SESSION_MODE = LATEST_MODERN_VERSION
 """Sessionless requests keyed by X-Session-Id: every role's MCP session lands in the one workspace."""
@@ -278,46 +276,3 @@ async def run_team_episode(
 ) -> TeamResult:
     """One episode of `team` on the row's `messages`; see the module docstring."""
     return await _TeamRun(team, new_policy, mcp, limits).run(messages)
-
-
-async def play(
-    messages: list[dict[str, Any]],
-    new_policy: Callable[[], Policy],
-    mcp: McpSettings,
-    limits: EpisodeLimits,
-    team: Team | None = None,
-    extra_info: Any = None,
-) -> tuple[EpisodeResult, TeamResult | None]:
-    """One dataset row's episode, as every trainer and eval plays it: the single agent with the row's
-    own server selection (`extra_info`), or `team`, whose roles bring their own servers."""
-    if team is None:
-        result = await run_episode(
-            messages, new_policy(), lambda: McpToolSession(for_row(mcp, extra_info)), limits
-        )
-        return result, None
-    refuse_row_selection(team, extra_info)
-    played = await run_team_episode(messages, team, new_policy, mcp, limits)
-    return played.episode_result(), played
-
-
-def teams_of_rows(
-    rows: Iterable[Mapping[str, Any]], team_files: Sequence[str | Path] = ()
-) -> dict[str, Team]:
-    """The teams the rows select by `agent_name` (`team.teams_for_rows`), checked before any episode
-    starts: a team row that also selects servers is refused here, not mid-run."""
-    rows = list(rows)
-    teams = teams_for_rows(rows, team_files, AGENT_NAME)
-    for row in rows:
-        team = teams.get(str(row.get("agent_name") or AGENT_NAME))
-        if team is not None:
-            refuse_row_selection(team, row.get("extra_info"))
-    return teams
-
-
-def refuse_row_selection(team: Team, extra_info: Any) -> None:
-    """A team's roles bring their own servers; a row's own selection would be silently ignored."""
-    if isinstance(extra_info, dict) and for_row(McpSettings(), extra_info) != McpSettings():
-        raise ValueError(
-            f"the row selects servers or tools (extra_info mcp_servers/mcp_tools) but its agent_name is the "
-            f"team {team.name}, whose roles each bring their own: clear them in the row or edit the team file"
-        )

@@ -1,4 +1,4 @@
-"""Offline check of a VeRL training configuration: `python -m gaia_train.verl_config OVERRIDE...`.
+"""Offline check of a VeRL training configuration: `python -m gaia_train.verl_adapter.config_check OVERRIDE...`.
 
 Composes VeRL's own Hydra config (`verl/trainer/config/ppo_trainer.yaml`) with the overrides,
 as `python -m verl.trainer.main_ppo` would, then runs `verl.utils.config.validate_config`
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .budget import Budget
+from ..episode.budget import Budget
 
 # `+key=value` may add keys only under these: VeRL passes them through as free-form mappings.
 FREE_FORM_PREFIXES = (
@@ -128,7 +128,7 @@ def _check_agent_loops(config: Any) -> None:
             if not hasattr(module, class_name):
                 raise ConfigError(f"{path}: {module_name} has no {class_name}")
             if entry.get("team"):
-                from .team import TeamConfigError, load_team
+                from ..teams.team import TeamConfigError, load_team
 
                 try:
                     load_team(str(entry.team))
@@ -256,7 +256,7 @@ def _build_datasets(config: Any, tokenizer: Any, reach: Reach) -> None:
 
 
 def _rows(config: Any) -> list[dict[str, Any]]:
-    from .dataset import read_rows
+    from ..data.gaia import read_rows
 
     rows = []
     for key in ("train_files", "val_files"):
@@ -270,7 +270,7 @@ def _list_tools(settings: Any) -> list[dict[str, Any]]:
     """The OpenAI tool schemas the gateway serves for these settings (their server and tool selection)."""
     import anyio
 
-    from .mcp_session import McpToolSession
+    from ..episode.session import McpToolSession
 
     async def listing() -> list[dict[str, Any]]:
         with anyio.fail_after(30):
@@ -281,7 +281,7 @@ def _list_tools(settings: Any) -> list[dict[str, Any]]:
 
 
 def _tool_schemas(reach: Reach) -> list[dict[str, Any]] | None:
-    from .mcp_session import McpSettings
+    from ..episode.session import McpSettings
 
     settings = McpSettings.from_env()
     try:
@@ -305,8 +305,8 @@ def _row_prompts(
     tools, a row's own server or tool selection, else MCP_SERVERS' tools."""
     from dataclasses import replace
 
-    from .delegation import lead_messages
-    from .mcp_session import McpSettings, for_row
+    from ..episode.session import McpSettings, for_row
+    from ..teams.delegation import lead_messages
 
     default = McpSettings.from_env()
     listed: dict[tuple[Any, Any], list[dict[str, Any]]] = {(default.servers, default.tools): tools or []}
@@ -348,7 +348,7 @@ def _longest_prompt(
 ) -> int:
     from omegaconf import OmegaConf
 
-    from .tokens import TokenTape
+    from ..episode.tokens import TokenTape
 
     kwargs = config.data.get("apply_chat_template_kwargs")
     kwargs = OmegaConf.to_container(kwargs) if OmegaConf.is_config(kwargs) else dict(kwargs or {})
@@ -409,7 +409,7 @@ def _teams(config: Any, rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The teams the rows select, by agent_name (the agent.yaml entries with a team key)."""
     from omegaconf import OmegaConf
 
-    from .team import load_team
+    from ..teams.team import load_team
 
     path = config.actor_rollout_ref.rollout.agent.agent_loop_config_path
     if not path:
@@ -423,9 +423,9 @@ def _longest_handoff(config: Any, tokenizer: Any, teams: list[Any], reach: Reach
     """Tokens of the longest hand-off of these teams: a delegated role's prompt with its tool schemas."""
     from omegaconf import OmegaConf
 
-    from .delegation import role_messages
-    from .mcp_session import McpSettings
-    from .tokens import TokenTape
+    from ..episode.session import McpSettings
+    from ..episode.tokens import TokenTape
+    from ..teams.delegation import role_messages
 
     def schemas(team: Any, role: Any) -> list[dict[str, Any]]:
         tools = _list_tools(McpSettings.from_env(servers=role.servers_header, tools=role.tools))
@@ -457,7 +457,7 @@ def _longest_handoff(config: Any, tokenizer: Any, teams: list[Any], reach: Reach
 def _budget(
     config: Any, tokenizer: Any, rows: list[dict[str, Any]], tools: list[dict[str, Any]] | None, reach: Reach
 ) -> Budget:
-    from .verl_agent import env_tokens
+    from .agent_loop import env_tokens
 
     rollout = config.actor_rollout_ref.rollout
     max_turns = int(rollout.multi_turn.max_assistant_turns or 32)

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .episode import Generation
+from .loop import Generation
 
 # Stands in for the assistant turn when rendering what follows it; the template's text after
 # it is exactly the scaffolding (end of turn, tool responses, next assistant header).

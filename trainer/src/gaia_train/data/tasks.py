@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .reward import BUILTIN_SCORERS
+from ..reward import BUILTIN_SCORERS
+from ..row import AGENT_NAME, build_row
 
 ALLOWED_KEYS = {
     "question", "answer", "attachment", "data_source", "task_type", "id",
@@ -105,8 +106,6 @@ def _agent_name(task: dict[str, Any], default: str, where: str) -> str:
 def _row(
     task: dict[str, Any], file: Path, dataset_root: Path, mount: str, where: str, agent_name: str
 ) -> dict[str, Any]:
-    from .dataset import SYSTEM_PROMPT
-
     unknown = sorted(set(task) - ALLOWED_KEYS)
     if unknown:
         raise TaskFileError(
@@ -118,33 +117,28 @@ def _row(
     if not isinstance(answer, (str, int, float)) or isinstance(answer, bool):
         raise TaskFileError(f"{where}: 'answer' must be a string or a number")
     attachment = _attachment(task, file, dataset_root, mount, where)
-    text = question.strip() + (
-        f"\n\nAttached file: {attachment}\nUse the tools to open it." if attachment else ""
-    )
     data_source = str(task.get("data_source") or file.stem)
-    return {
-        "prompt": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": text}],
-        "data_source": data_source,
-        "ability": str(task.get("task_type") or "qa"),
-        "reward_model": {"style": "rule", "ground_truth": str(answer)},
-        "extra_info": {
-            "task_id": str(task.get("id") or f"{data_source}-{where.rsplit(':', 1)[1]}"),
-            "level": 0,
-            "split": "train",
-            "file_name": Path(str(task.get("attachment") or "")).name,
-            "attachment_path": attachment,
-            "question": question,
-            "scorer": _scorer(task, where),
-            "tolerance": float(task.get("tolerance") or 0.0),
-            "mcp_servers": _names(task.get("servers"), where, "servers"),
-            "mcp_tools": _names(task.get("tools"), where, "tools"),
-        },
-        "agent_name": _agent_name(task, agent_name, where),
-    }
+    return build_row(
+        question=question,
+        answer=str(answer),
+        data_source=data_source,
+        ability=str(task.get("task_type") or "qa"),
+        reward_style="rule",
+        task_id=str(task.get("id") or f"{data_source}-{where.rsplit(':', 1)[1]}"),
+        level=0,
+        split="train",
+        file_name=Path(str(task.get("attachment") or "")).name,
+        attachment_path=attachment,
+        scorer=_scorer(task, where),
+        tolerance=float(task.get("tolerance") or 0.0),
+        mcp_servers=_names(task.get("servers"), where, "servers"),
+        mcp_tools=_names(task.get("tools"), where, "tools"),
+        agent_name=_agent_name(task, agent_name, where),
+    )
 
 
 def load_task_file(
-    path: Path, dataset_root: Path, mount: str, agent_name: str = "gaia_agent"
+    path: Path, dataset_root: Path, mount: str, agent_name: str = AGENT_NAME
 ) -> list[dict[str, Any]]:
     """The rows of one task file, in file order; every problem names its line."""
     path = Path(path)

@@ -22,13 +22,14 @@ from typing import Any
 import anyio
 from tqdm import tqdm
 
-from .dataset import AGENT_NAME, HIDDEN_ANSWER
-from .delegation import play, teams_of_rows
-from .episode import EpisodeLimits, Stop
-from .mcp_session import EnvironmentUnavailable, McpSettings
+from ..data.gaia import HIDDEN_ANSWER
+from ..episode.loop import EpisodeLimits, Stop
+from ..episode.session import EnvironmentUnavailable, McpSettings
+from ..play import play, teams_of_rows
+from ..reward import ANSWER_KEY, routed_reward_func
+from ..row import AGENT_NAME
+from ..teams.team import Team
 from .openai_policy import EndpointSettings, OpenAIPolicy, Spent, episode_client
-from .reward import ANSWER_KEY, routed_reward_func
-from .team import Team
 
 TRAJECTORIES = "trajectories.jsonl"
 ERRORS = "errors.jsonl"

@@ -9,7 +9,7 @@ final answer travels to the reward as the `gaia_answer` column.
 
 Generation runs on the trainer's own model (a plain sampling loop with the KV cache, one
 episode at a time in a worker thread) while the episodes' tool calls run concurrently. This is
-the CPU path: small models, no vLLM. `tiny_model` builds a model for it on the spot and
+the CPU path: small models, no vLLM. `gaia_train.demo` builds a tiny model for it on the spot and
 `warm_start` teaches it the tool-call format from scripted episodes through the same gateway.
 
 Needs torch, transformers and TRL: scripts/trainer-extra.sh, then scripts/trl-extra.sh.
@@ -30,14 +30,15 @@ import torch
 from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
 
-from .dataset import AGENT_NAME
-from .delegation import TeamResult, play, teams_of_rows
-from .episode import EpisodeLimits, EpisodeResult
-from .mcp_session import McpSettings
-from .reward import ANSWER_KEY, SCORER_KEY, routed_reward_func
-from .team import Team
-from .tiny_model import sample
-from .tokens import GenerateIds, TokenPolicy, TokenTape
+from ..episode.loop import EpisodeLimits, EpisodeResult
+from ..episode.session import McpSettings
+from ..episode.tokens import GenerateIds, TokenPolicy, TokenTape
+from ..play import play, teams_of_rows
+from ..reward import ANSWER_KEY, SCORER_KEY, routed_reward_func
+from ..row import AGENT_NAME, MCP_SERVERS, MCP_TOOLS, TOLERANCE
+from ..teams.delegation import TeamResult
+from ..teams.team import Team
+from .sampler import sample
 
 
 @dataclass
@@ -51,7 +52,7 @@ class Episode:
 
 
 def grpo_dataset(rows: Sequence[dict[str, Any]]) -> Dataset:
-    """VeRL-style rows (`gaia_train.dataset.to_row`) as the columns TRL and the reward read."""
+    """VeRL-style rows (`gaia_train.row.build_row`) as the columns TRL and the reward read."""
     return Dataset.from_list(
         [
             {
@@ -61,7 +62,7 @@ def grpo_dataset(rows: Sequence[dict[str, Any]]) -> Dataset:
                 "task_id": row["extra_info"]["task_id"],
                 # The row's scorer (a mixed dataset's suites: reward.routed_reward_func).
                 "scorer": str(row["extra_info"].get(SCORER_KEY) or ""),
-                "tolerance": float(row["extra_info"].get("tolerance") or 0.0),
+                "tolerance": float(row["extra_info"].get(TOLERANCE) or 0.0),
             }
             for row in rows
         ]
@@ -100,7 +101,7 @@ def row_plays(rows: Sequence[dict[str, Any]], team_files: Sequence[str | Path] =
     plays: dict[str, RowPlay] = {}
     for row in rows:
         info = dict(row.get("extra_info") or {})
-        selection = {k: info.get(k) for k in ("mcp_servers", "mcp_tools")}
+        selection = {k: info.get(k) for k in (MCP_SERVERS, MCP_TOOLS)}
         play_ = RowPlay(
             teams.get(str(row.get("agent_name") or AGENT_NAME)), {k: v for k, v in selection.items() if v}
         )
@@ -232,9 +233,7 @@ def gaia_grpo_reward(
         tolerance or [0.0] * count,
     )
     return [
-        routed_reward_func(
-            source, solution, truth, {ANSWER_KEY: answer, SCORER_KEY: how, "tolerance": within}
-        )
+        routed_reward_func(source, solution, truth, {ANSWER_KEY: answer, SCORER_KEY: how, TOLERANCE: within})
         for source, solution, truth, answer, how, within in zip(
             sources, gaia_solution, ground_truth, gaia_answer, scorers, tolerances, strict=True
         )

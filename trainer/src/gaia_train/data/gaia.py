@@ -1,8 +1,7 @@
 """A GAIA snapshot, as published, turned into the parquet files VeRL reads.
 
 Snapshot layout: `<root>/2023/<split>/metadata.parquet` (or the older `metadata.jsonl`), with
-attachments beside the metadata. Columns VeRL reads: `prompt` (chat messages), `data_source`,
-`ability`, `reward_model` ({"style", "ground_truth"}), `extra_info`, `agent_name`.
+attachments beside the metadata. Each task becomes one row of `gaia_train.row` (VeRL's columns).
 
 The test split's answers are hidden upstream ("?"), so training and held-out sets both come
 from the validation split (stratified by level, seeded); the test split is only ever turned
@@ -21,21 +20,14 @@ from typing import Any
 
 import pandas as pd
 
+from ..row import AGENT_NAME, build_row
 from .tasks import TaskFileError, TaskSource, load_task_file, weighted
 
 DATA_SOURCE = "gaia"
 ABILITY = "agentic_tool_use"
-AGENT_NAME = "gaia_agent"
 DEFAULT_MOUNT = "/workspace/gaia_dataset"
 YEAR = "2023"
 HIDDEN_ANSWER = "?"
-
-SYSTEM_PROMPT = """You are a general AI assistant that solves tasks with the tools you are given.
-Work step by step: look at any attached file, call tools to read, compute or search, and check what they return before you rely on it.
-When you are done, write your final answer inside <answer></answer>, for example <answer>42</answer>.
-The final answer is a number, as few words as possible, or a comma separated list of numbers and/or strings.
-A number has no thousands separators and no units such as $ or % unless asked. A string has no articles and no abbreviations, and digits are written as digits unless asked otherwise.
-A list follows the same rules for each of its elements."""
 
 
 @dataclass(frozen=True)
@@ -139,39 +131,23 @@ def attachment_path(task: GaiaTask, mount: str) -> str:
     return f"{mount.rstrip('/')}/{task.attachment_relpath}" if task.attachment_relpath else ""
 
 
-def user_prompt(task: GaiaTask, mount: str) -> str:
-    text = task.question.strip()
-    if task.attachment_relpath:
-        # The reference recipe never told the agent its file existed; here it is named.
-        text += f"\n\nAttached file: {attachment_path(task, mount)}\nUse the tools to open it."
-    return text
-
-
 def to_row(task: GaiaTask, index: int, mount: str, agent_name: str = AGENT_NAME) -> dict[str, Any]:
-    return {
-        "prompt": [
-            {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": user_prompt(task, mount)},
-        ],
-        "data_source": DATA_SOURCE,
-        "ability": ABILITY,
-        "reward_model": {"style": "GAIA", "ground_truth": task.answer},
-        "extra_info": {
-            "index": index,
-            "task_id": task.task_id,
-            "level": task.level,
-            "split": task.split,
-            "file_name": task.file_name,
-            "attachment_path": attachment_path(task, mount),
-            "question": task.question,
-            # The keys task-file rows carry too, so a mixed parquet has one extra_info shape.
-            "scorer": "gaia",
-            "tolerance": 0.0,
-            "mcp_servers": "",
-            "mcp_tools": "",
-        },
-        "agent_name": agent_name,
-    }
+    return build_row(
+        question=task.question,
+        answer=task.answer,
+        data_source=DATA_SOURCE,
+        ability=ABILITY,
+        reward_style="GAIA",
+        task_id=task.task_id,
+        level=task.level,
+        split=task.split,
+        file_name=task.file_name,
+        attachment_path=attachment_path(task, mount),
+        scorer="gaia",
+        tolerance=0.0,
+        agent_name=agent_name,
+        index=index,
+    )
 
 
 def _resolve_size(size: float, total: int, name: str) -> int:

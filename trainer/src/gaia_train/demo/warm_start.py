@@ -22,13 +22,14 @@ from typing import Any
 import anyio
 import torch
 
-from . import dataset as ds
-from .demo_data import DEMO_TASKS
-from .episode import EpisodeLimits, Stop
-from .mcp_session import McpSettings, McpToolSession
-from .team import Team
+from ..data import gaia as ds
+from ..episode.loop import EpisodeLimits, Stop
+from ..episode.session import McpSettings, McpToolSession
+from ..row import AGENT_NAME
+from ..teams.team import Team
+from ..trl_adapter.rollout import Episode, run_tape_episode
+from .snapshot import DEMO_TASKS
 from .tiny_model import build_tokenizer
-from .trl_grpo import Episode, run_tape_episode
 
 SERVERS = "documents-csv-server,documents-docx-server"
 TASK_KEYS = ("csv-revenue", "csv-regions", "docx-codename")
@@ -66,13 +67,13 @@ def answer_turn(answer: str) -> str:
 
 
 def demo_rows(
-    snapshot: Path, keys: Sequence[str] = TASK_KEYS, agent_name: str = ds.AGENT_NAME
+    snapshot: Path, keys: Sequence[str] = TASK_KEYS, agent_name: str = AGENT_NAME
 ) -> list[DemoTaskRow]:
-    """The demo snapshot's rows for `keys` (written by `demo_data.write_demo_snapshot`), played by `agent_name`."""
+    """The demo snapshot's rows for `keys` (written by `snapshot.write_demo_snapshot`), played by `agent_name`."""
     wanted = {t.task_id: t for t in DEMO_TASKS if t.key in keys}
     missing = set(keys) - {t.key for t in wanted.values()}
     if missing:
-        raise ValueError(f"unknown demo task keys {sorted(missing)}; see gaia_train.demo_data.DEMO_TASKS")
+        raise ValueError(f"unknown demo task keys {sorted(missing)}; see gaia_train.demo.snapshot.DEMO_TASKS")
     tasks = [t for t in ds.load_split(snapshot, "validation") if t.task_id in wanted]
     rows = []
     for index, task in enumerate(sorted(tasks, key=lambda t: keys.index(wanted[t.task_id].key))):
@@ -213,7 +214,7 @@ def team_turns(task: DemoTaskRow, answer: str) -> list[str]:
 
 async def team_corpus(task: DemoTaskRow, team: Team, mcp: McpSettings) -> list[str]:
     """As `corpus`, for the team: the coordinator's prompt, the coder's hand-off prompt, the turns."""
-    from .delegation import lead_messages, role_messages
+    from ..teams.delegation import lead_messages, role_messages
 
     probe = build_tokenizer(["-"], vocab_size=300)
     texts = []

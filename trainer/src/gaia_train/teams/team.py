@@ -14,7 +14,7 @@
 
 A role that may delegate sees a `delegate(role, task)` tool next to its MCP tools; the call runs a
 sub-episode of that role in the same session workspace and returns the role's answer as the tool
-result (see `gaia_train.delegation`). The coordinator's prompt goes before the dataset row's own
+result (see `gaia_train.teams.delegation`). The coordinator's prompt goes before the dataset row's own
 system prompt, so the task's instructions (the answer format) stay.
 """
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-TEAMS_DIR = Path(__file__).parent / "config" / "teams"
+TEAMS_DIR = Path(__file__).parents[1] / "config" / "teams"
 DELEGATE = "delegate"
 """The tool a role hands work to another with; no MCP tool may carry the name in a team."""
 

@@ -1,0 +1,58 @@
+"""One dataset row's episode, as every trainer and eval plays it: the single agent, or the team the
+row's `agent_name` selects. Above both the episode loop and the teams, so neither imports the other's
+caller."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .episode.loop import EpisodeLimits, EpisodeResult, Policy, run_episode
+from .episode.session import McpSettings, McpToolSession, for_row
+from .row import AGENT_NAME
+from .teams.delegation import TeamResult, run_team_episode
+from .teams.team import Team, teams_for_rows
+
+
+async def play(
+    messages: list[dict[str, Any]],
+    new_policy: Callable[[], Policy],
+    mcp: McpSettings,
+    limits: EpisodeLimits,
+    team: Team | None = None,
+    extra_info: Any = None,
+) -> tuple[EpisodeResult, TeamResult | None]:
+    """One dataset row's episode, as every trainer and eval plays it: the single agent with the row's
+    own server selection (`extra_info`), or `team`, whose roles bring their own servers."""
+    if team is None:
+        result = await run_episode(
+            messages, new_policy(), lambda: McpToolSession(for_row(mcp, extra_info)), limits
+        )
+        return result, None
+    refuse_row_selection(team, extra_info)
+    played = await run_team_episode(messages, team, new_policy, mcp, limits)
+    return played.episode_result(), played
+
+
+def teams_of_rows(
+    rows: Iterable[Mapping[str, Any]], team_files: Sequence[str | Path] = ()
+) -> dict[str, Team]:
+    """The teams the rows select by `agent_name` (`team.teams_for_rows`), checked before any episode
+    starts: a team row that also selects servers is refused here, not mid-run."""
+    rows = list(rows)
+    teams = teams_for_rows(rows, team_files, AGENT_NAME)
+    for row in rows:
+        team = teams.get(str(row.get("agent_name") or AGENT_NAME))
+        if team is not None:
+            refuse_row_selection(team, row.get("extra_info"))
+    return teams
+
+
+def refuse_row_selection(team: Team, extra_info: Any) -> None:
+    """A team's roles bring their own servers; a row's own selection would be silently ignored."""
+    if isinstance(extra_info, dict) and for_row(McpSettings(), extra_info) != McpSettings():
+        raise ValueError(
+            f"the row selects servers or tools (extra_info mcp_servers/mcp_tools) but its agent_name is the "
+            f"team {team.name}, whose roles each bring their own: clear them in the row or edit the team file"
+        )

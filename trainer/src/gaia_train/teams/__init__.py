@@ -1,0 +1,1 @@
+"""Teams: roles from a TOML file, and the delegation that runs them on one transcript."""
