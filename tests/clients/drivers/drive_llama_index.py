@@ -18,5 +18,8 @@ async def drive(server_url: str, catalog_url: str) -> dict[str, Any]:
     read_back = (await by_name[tool_named(names, READ)].acall(**read_args())).content
     wrong = await by_name[tool_named(names, READ)].acall(**WRONG_TYPE)
     return record(
-        tools=listed, read_back=read_back, error=wrong.content, error_as=f"ToolOutput is_error={wrong.is_error}"
+        tools=listed,
+        read_back=read_back,
+        error=wrong.content,
+        error_as=f"ToolOutput is_error={wrong.is_error}",
     )

@@ -25,7 +25,9 @@ def scenario(server_url: str, catalog_url: str) -> dict[str, Any]:
         try:
             answer = tools[tool_named(names, READ)](**WRONG_TYPE)
         except Exception as exc:
-            return record(tools=listed, read_back=read_back, error=str(exc), error_as=f"raises {type(exc).__name__}")
+            return record(
+                tools=listed, read_back=read_back, error=str(exc), error_as=f"raises {type(exc).__name__}"
+            )
     return record(tools=listed, read_back=read_back, error=str(answer), error_as="tool output")
 
 

@@ -3,11 +3,20 @@ in place of an LLM: the model calls the tools in turn and records what it is sho
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from pydantic_ai import Agent
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, RetryPromptPart, TextPart, ToolCallPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    TextPart,
+    ToolCallPart,
+)
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.profiles.openai import OpenAIJsonSchemaTransformer
 from scenario import READ, WRITE, WRONG_TYPE, read_args, record, tool_named, write_args
 
 STEPS = [(WRITE, write_args()), (READ, read_args()), (READ, WRONG_TYPE)]
@@ -31,26 +40,37 @@ def answers(messages: list[ModelMessage]) -> list[tuple[str, str]]:
     ]
 
 
+def strict_refusals(info: AgentInfo) -> dict[str, str]:
+    """Tools whose schema pydantic-ai's OpenAI transformer cannot make strict (it raises)."""
+    refused = {}
+    for tool in info.function_tools:
+        try:
+            OpenAIJsonSchemaTransformer(copy.deepcopy(tool.parameters_json_schema), strict=True).walk()
+        except Exception as exc:
+            refused[tool.name] = str(exc)
+    return refused
+
+
 async def drive_with(toolset_for: Any, server_url: str, catalog_url: str) -> dict[str, Any]:
     seen: dict[str, Any] = {}
 
-    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        names = [tool.name for tool in info.function_tools]
-        seen.setdefault("tools", len(names))
+    def list_catalog(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen["catalog"], seen["refused"] = len(info.function_tools), strict_refusals(info)
+        return ModelResponse(parts=[TextPart("listed")])
+
+    def work(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         step = len(answers(messages))
         if step < len(STEPS):
             short, args = STEPS[step]
+            names = [tool.name for tool in info.function_tools]
             return ModelResponse(parts=[ToolCallPart(tool_named(names, short), args, f"call-{step}")])
         seen["answers"] = answers(messages)
         return ModelResponse(parts=[TextPart("done")])
 
-    listing = Agent(FunctionModel(lambda messages, info: model_listing(info, seen)), toolsets=[toolset_for(catalog_url)])
-    await listing.run("list")
-    await Agent(FunctionModel(model), toolsets=[toolset_for(server_url)]).run("write, read, then a wrong call")
-    (_, _), (read_back, _), (error, error_as) = seen["answers"]
-    return record(tools=seen["catalog"], read_back=read_back, error=error, error_as=error_as)
-
-
-def model_listing(info: AgentInfo, seen: dict[str, Any]) -> ModelResponse:
-    seen["catalog"] = len(info.function_tools)
-    return ModelResponse(parts=[TextPart("listed")])
+    await Agent(FunctionModel(list_catalog), toolsets=[toolset_for(catalog_url)]).run("list the tools")
+    await Agent(FunctionModel(work), toolsets=[toolset_for(server_url)]).run("write, read, then a wrong call")
+    _, (read_back, _), (error, error_as) = seen["answers"]
+    return {
+        **record(tools=seen["catalog"], read_back=read_back, error=error, error_as=error_as),
+        "strict_refused": seen["refused"],
+    }

@@ -1,4 +1,4 @@
-"""Run some clients' scenarios and print one JSON object, {client: record or {"failed": sentence}}.
+"""Run some clients' scenarios and print one JSON object as the last line, {client: record or {"failed": sentence}}.
 
 Usage: python run.py '{"client": {"server_url": ..., "catalog_url": ...}, ...}'
 Each client is a module drive_<client> in this folder with `async def drive(server_url, catalog_url) -> dict`.
@@ -9,8 +9,12 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import os
 import sys
 import traceback
+
+# mcp-use reports usage to a remote service unless told not to; these machines reach no such thing.
+os.environ.setdefault("MCP_USE_ANONYMIZED_TELEMETRY", "false")
 
 
 async def main(plan: dict[str, dict[str, str]]) -> dict[str, object]:
@@ -32,4 +36,5 @@ def sentence(exc: BaseException) -> str:
 
 
 if __name__ == "__main__":
-    print(json.dumps(asyncio.run(main(json.loads(sys.argv[1])))))
+    # Some clients log to stdout: the record is the last line.
+    print("\n" + json.dumps(asyncio.run(main(json.loads(sys.argv[1])))))
