@@ -40,6 +40,7 @@ async def test_published_schemas_have_no_refs_and_close_parameterless_tools() ->
         "type": "object",
         "properties": {},
         "title": "capabilitiesArguments",
+        "required": [],
         "additionalProperties": False,
     }
     assert "$ref" not in json.dumps(tools["edit"]) and "$defs" not in tools["edit"]

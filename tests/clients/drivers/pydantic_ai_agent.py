@@ -51,11 +51,29 @@ def strict_refusals(info: AgentInfo) -> dict[str, str]:
     return refused
 
 
+def not_sent_strict(info: AgentInfo) -> list[str]:
+    """Tools pydantic-ai would not send strict on its own (strict unset) although every parameter is
+    required; a tool with optional parameters cannot be (strict makes every parameter required)."""
+    names = []
+    for tool in info.function_tools:
+        schema = tool.parameters_json_schema
+        transformer = OpenAIJsonSchemaTransformer(copy.deepcopy(schema), strict=None)
+        transformer.walk()
+        optional = set(schema.get("properties", {})) - set(schema.get("required", []))
+        if not transformer.is_strict_compatible and not optional:
+            names.append(tool.name)
+    return names
+
+
 async def drive_with(toolset_for: Any, server_url: str, catalog_url: str) -> dict[str, Any]:
     seen: dict[str, Any] = {}
 
     def list_catalog(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        seen["catalog"], seen["refused"] = len(info.function_tools), strict_refusals(info)
+        seen["catalog"], seen["refused"], seen["not_strict"] = (
+            len(info.function_tools),
+            strict_refusals(info),
+            not_sent_strict(info),
+        )
         return ModelResponse(parts=[TextPart("listed")])
 
     def work(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -73,4 +91,5 @@ async def drive_with(toolset_for: Any, server_url: str, catalog_url: str) -> dic
     return {
         **record(tools=seen["catalog"], read_back=read_back, error=error, error_as=error_as),
         "strict_refused": seen["refused"],
+        "not_sent_strict": seen["not_strict"],
     }

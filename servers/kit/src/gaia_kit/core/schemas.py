@@ -16,11 +16,13 @@ _DEFS_PREFIX = "#/$defs/"
 
 def strict_input_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """The same schema with every `$ref` inlined (no `$defs` left), and `additionalProperties: false`
-    on a tool that takes no parameters (the call accepts no keys, so the schema says so)."""
+    with `required: []` on a tool that takes no parameters (the call accepts no keys, so the schema
+    says so; pydantic-ai sends a tool strict only when `required` is there)."""
     defs = schema.get("$defs", {})
     inlined = {key: _inline(value, defs, ()) for key, value in schema.items() if key != "$defs"}
     if inlined.get("type") == "object" and not inlined.get("properties"):
         inlined.setdefault("properties", {})
+        inlined.setdefault("required", [])
         inlined["additionalProperties"] = False
     return inlined
 
