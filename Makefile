@@ -6,12 +6,12 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 PYTEST_ARGS ?=
 
-.PHONY: serve test lint bench docs system-deps test-system-deps whisper-extra uv sync node-tools trainer-extra trl-extra reference-tools clean
+.PHONY: serve test lint bench docs system-deps test-system-deps whisper-extra uv sync node-tools client-envs trainer-extra trl-extra reference-tools clean
 
 serve: sync
 	$(UV) run --no-sync gaia-env serve --host $(HOST) --port $(PORT)
 
-test: sync node-tools trainer-extra trl-extra whisper-extra test-system-deps
+test: sync node-tools client-envs trainer-extra trl-extra whisper-extra test-system-deps
 	$(UV) run --no-sync python -m pytest $(PYTEST_ARGS)
 
 lint: sync
@@ -42,9 +42,14 @@ sync: uv
 	cd servers/browser-server && $(UV) sync --locked || { echo "make: servers/browser-server/uv.lock \
 	is stale (did the kit's dependencies change?): run 'cd servers/browser-server && uv lock'" >&2; exit 1; }
 
-# Node 22 and the MCP conformance suite, from the npm registry, for the conformance tests.
+# Node 22, the MCP conformance suite and the MCP Inspector CLI, from the npm registry, for the
+# conformance and client tests.
 node-tools: system-deps
 	@scripts/node-tools.sh
+
+# The MCP clients of tests/test_clients.py, in two locked uv projects (their `mcp` pins conflict).
+client-envs: uv
+	@UV="$(UV)" scripts/client-envs.sh
 
 # The reference projects benchmarks/side_by_side.py compares with (excel-mcp-server, server-filesystem,
 # @playwright/mcp), into .tools/reference; nothing else needs them.

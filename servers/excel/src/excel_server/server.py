@@ -273,12 +273,16 @@ def _has_data(path: Any, raw: str, sheet_name: str) -> bool:
 # ----------------------------------------------------------------------------- writing
 
 
+# What a JSON cell can hold; typed so strict schema converters accept the rows (docs/clients.md).
+CellValue = str | int | float | bool | None
+
+
 @server.tool(annotations=changes("Write data to Excel", destructive=True, idempotent=True))
 def write_data_to_excel(
     filepath: FilePath,
     sheet_name: Annotated[str, Field(description="Name of worksheet to write to (created if missing)")],
     data: Annotated[
-        list[list[Any]],
+        list[list[CellValue]],
         Field(
             description="List of lists containing data to write to the worksheet, sublists are assumed to be rows"
         ),

@@ -26,6 +26,7 @@ from gaia_kit.core import calls, logs
 from gaia_kit.core.callbacks import SessionEndHandler, call_each
 from gaia_kit.core.contract import SESSION_ENDED, SESSION_ID_KEY
 from gaia_kit.core.errors import describe_exception
+from gaia_kit.core.schemas import strict_input_schema
 
 logger = logging.getLogger("gaia_kit")
 
@@ -70,9 +71,10 @@ class KitServer(MCPServer):
             kwargs["title"] = annotations.title
         name = name or fn.__name__
         super().add_tool(_explained(fn, name), name=name, **kwargs)
+        tool = self._tool_manager.get_tool(name)
+        assert tool is not None
+        tool.parameters = strict_input_schema(tool.parameters)
         if output is not None:
-            tool = self._tool_manager.get_tool(name)
-            assert tool is not None
             tool.fn_metadata = FuncMetadata(arg_model=tool.fn_metadata.arg_model, output_model=output)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
