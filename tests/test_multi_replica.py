@@ -26,7 +26,9 @@ import pytest
 from gaia_kit.core.contract import GONE_ELSEWHERE, GONE_RESTARTED, GONE_UNREACHABLE, SESSION_GONE
 from replicas_harness import Cluster
 
-pytestmark = [pytest.mark.slow, pytest.mark.anyio]
+# The module's cluster starts once (about a minute on 2 quiet cores); the timeout leaves room for a
+# loaded machine, where the kill test's restart alone can take minutes.
+pytestmark = [pytest.mark.slow, pytest.mark.anyio, pytest.mark.timeout(900)]
 
 SERVERS = "terminal-controller,readweb-server"
 TERMINAL = {
@@ -230,7 +232,7 @@ async def test_a_killed_replica_costs_only_its_own_sessions(cluster: Cluster) ->
     before = cluster.by_incarnation()
     victim_id = next(name for name, r in before.items() if r is victim)
     async with client() as shared:
-        sessions = [Session(shared, cluster.lb, "header") for _ in range(150)]
+        sessions = [Session(shared, cluster.lb, "header") for _ in range(120)]
         await asyncio.gather(*(s.build_state() for s in sessions))
         owner = {s.key: next(iter(s.replicas())) for s in sessions}
         lost = [s for s in sessions if owner[s.key] == victim_id]
@@ -261,13 +263,15 @@ async def test_a_killed_replica_costs_only_its_own_sessions(cluster: Cluster) ->
         for session in kept:
             assert all(a.status == 200 and a.body.get("result") for a in session.answers), session.answers
             assert session.replicas() == {owner[session.key]}
-        # Each of the victim's sessions ended with a session-gone error, quickly, never a timeout.
+        # Each of the victim's sessions ended with a session-gone error, never a timeout: an answer no
+        # slower than the calls that went on elsewhere meanwhile (on a quiet machine, milliseconds).
+        slowest_ok = max(a.seconds for s in kept for a in s.answers)
         for session in lost:
             last = session.answers[-1]
             assert last.gone is not None, last.body
             assert last.gone["reason"] in (GONE_UNREACHABLE, GONE_ELSEWHERE), last.body
             assert "start a new session" in last.body["error"]["message"]
-            assert last.seconds < 10
+            assert last.seconds <= slowest_ok + 5, (last.seconds, slowest_ok)
             assert all(a.body.get("result") for a in session.answers[:-1])
         assert {s.answers[-1].gone["reason"] for s in lost} >= {GONE_ELSEWHERE}
 
