@@ -43,6 +43,11 @@ def render_nginx_conf(listen: str, upstreams: list[str]) -> str:
     return text.replace("listen 8080;", f"listen {listen};")
 
 
+def fail_timeout_s() -> float:
+    """How long nginx skips a replica after a failed connection (the shipped `fail_timeout`)."""
+    return float(re.search(r"fail_timeout=(\d+)s", NGINX_CONF.read_text()).group(1))
+
+
 def _wait(check, what: str, timeout: float, log: Path | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
