@@ -9,9 +9,9 @@ Spread: `--sessions` sessions (each its own X-Session-Id), `--concurrency` at a 
 and the clients' answers: sessions, calls, busy answers; and the spread, the largest replica's share
 of the sessions against 1/N.
 
-Load balancer cost: one session's same call (get_current_directory), alternately straight to the
-replica that holds it and through nginx, one at a time on kept-alive connections: the difference of
-the medians is what nginx adds to a call.
+Load balancer cost: one session's same request, alternately straight to the replica that holds it
+and through nginx, one at a time on kept-alive connections: `ping` (the gateway alone answers it)
+and a tool call (get_current_directory). The difference of the medians is what nginx adds.
 """
 
 from __future__ import annotations
@@ -95,33 +95,47 @@ async def spread(cluster: Cluster, sessions: int, calls: int, concurrency: int) 
     }
 
 
+async def timed(client: RawClient, n: int, method: str) -> float:
+    """One request's milliseconds: `ping` (answered by the gateway alone) or a tool call."""
+    started = time.perf_counter()
+    if method == "ping":
+        status, _ = await client.request(
+            "POST", json.dumps({"jsonrpc": "2.0", "id": n, "method": "ping"}).encode()
+        )
+        assert status == 200, status
+    else:
+        assert "result" in await client.call(n, method, {})
+    return (time.perf_counter() - started) * 1000
+
+
 async def lb_cost(cluster: Cluster, calls: int) -> dict[str, Any]:
     key = uuid.uuid4().hex
     through = RawClient(cluster.lb + "/mcp", {**HEADERS, "X-Session-Id": key})
     await through.call(0, "get_current_directory", {})
     [home] = [r for r in cluster.replicas if any(s["key"] == key for s in r.sessions())]
     direct = RawClient(home.base + "/mcp", {**HEADERS, "X-Session-Id": key})
-    await direct.call(0, "get_current_directory", {})
-    times: dict[str, list[float]] = {"direct": [], "nginx": []}
-    for n in range(calls):
-        for name, client in (
-            (("direct", direct), ("nginx", through)) if n % 2 else (("nginx", through), ("direct", direct))
-        ):
-            started = time.perf_counter()
-            reply = await client.call(n, "get_current_directory", {})
-            times[name].append((time.perf_counter() - started) * 1000)
-            assert "result" in reply, reply
+    summary: dict[str, Any] = {"calls_each": calls}
+    for method in ("ping", "get_current_directory"):
+        times: dict[str, list[float]] = {"direct": [], "nginx": []}
+        for n in range(calls):  # alternated, so a busy moment of the machine costs both alike
+            order = (
+                (("direct", direct), ("nginx", through))
+                if n % 2
+                else (("nginx", through), ("direct", direct))
+            )
+            for name, client in order:
+                times[name].append(await timed(client, n, method))
+        row = {
+            name: {
+                "p50_ms": round(statistics.median(v), 2),
+                "p90_ms": round(statistics.quantiles(v, n=10)[-1], 2),
+            }
+            for name, v in times.items()
+        }
+        row["added_p50_ms"] = round(row["nginx"]["p50_ms"] - row["direct"]["p50_ms"], 2)
+        summary[method] = row
     await through.close()
     await direct.close()
-    summary = {
-        name: {
-            "p50_ms": round(statistics.median(v), 2),
-            "p90_ms": round(statistics.quantiles(v, n=10)[-1], 2),
-        }
-        for name, v in times.items()
-    }
-    summary["added_p50_ms"] = round(summary["nginx"]["p50_ms"] - summary["direct"]["p50_ms"], 2)
-    summary["calls_each"] = calls
     return summary
 
 
