@@ -25,6 +25,7 @@ def busy_message(what: str, retry_after: int) -> str:
     """The one wording of a busy answer: what is busy, and when to come back."""
     return f"{what}; retry after {retry_after} s."
 
+
 SESSION_GONE = -32030
 """JSON-RPC error code of a call whose session lived on a gateway replica that no longer serves it
 (the replica stopped or restarted, or the replicas changed and the load balancer now routes the
