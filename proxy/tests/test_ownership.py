@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
+from gaia_env.app import HttpConfig, create_app
+from gaia_env.gateway import Gateway, GatewayConfig
 from gaia_env.ownership import PREFIX, Replica, SessionGone, SessionOwners
+from gaia_env.registry import ServerSpec
 from gaia_env.sessions import RootInUse, SessionStore
 from gaia_kit.core.contract import GONE_ELSEWHERE, GONE_RESTARTED, SESSION_GONE
 
@@ -88,3 +92,43 @@ async def test_a_serving_store_removes_what_an_earlier_run_left_and_holds_its_ro
     SessionStore(root, idle_ttl=60)  # a one-off `gaia-env call` shares it and removes nothing
     await store.close()
     await SessionStore(root, idle_ttl=60, own_root=True).close()
+
+
+async def test_every_front_answers_a_session_another_replica_holds_with_session_gone(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """In process: the app over a gateway whose one server is never started (the refusal comes first)."""
+    other = SessionOwners(Replica("gw-1"), redis_url)
+    for key in ("run-1", "mcp-1"):
+        await other.claim(key)
+    config = GatewayConfig(tmp_path / "ws", tmp_path, replica=Replica("gw-2"), owners_url=redis_url)
+    gateway = Gateway({"probe": ServerSpec("probe", ("true",))}, config)
+    gateway.pools["probe"].tools = [{"name": "peek", "inputSchema": {"type": "object"}}]
+    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "peek", "arguments": {}}}
+    transport = httpx.ASGITransport(app=create_app(gateway, HttpConfig()))
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8080") as client:
+            by_header = await client.post("/mcp", json=call, headers={"X-Session-Id": "run-1"})
+            by_url = await client.post("/sessions/run-1/mcp", json=call)
+            by_mcp_session = await client.post("/mcp", json=call, headers={"Mcp-Session-Id": "mcp-1"})
+            listed = (await client.get("/sessions")).json()
+    finally:
+        await other.close()
+        await gateway.owners.close()
+    for reply in (by_header, by_url, by_mcp_session):
+        error = reply.json()["error"]
+        assert error["code"] == SESSION_GONE and error["data"]["reason"] == GONE_ELSEWHERE, reply.text
+        assert (
+            error["data"]["owner"] == str(other.replica)
+            and error["data"]["replica"] == "gw-2/" + config.replica.incarnation
+        )
+        assert reply.headers["x-gaia-replica"] == str(config.replica)
+    assert by_header.status_code == by_url.status_code == 200
+    assert by_mcp_session.status_code == 404  # the protocol's answer to a session that is no more
+    assert listed == {
+        "replica": "gw-2",
+        "incarnation": config.replica.incarnation,
+        "count": 0,
+        "sessions": [],
+    }
+    assert not list((tmp_path / "ws").glob("s-*"))  # refused before any workspace was made
