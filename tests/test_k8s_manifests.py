@@ -3,6 +3,7 @@ and the ingress rule against deploy/nginx/gaia-env.conf, the file tests/test_mul
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 import yaml
 from gaia_env import ops
 from gaia_env.app import OPEN_PATHS
+from gaia_kit.core.contract import GONE_UNREACHABLE, SESSION_GONE
 
 ROOT = Path(__file__).resolve().parents[1]
 K8S = ROOT / "deploy" / "k8s"
@@ -89,3 +91,11 @@ def test_the_probes_ask_the_gateways_health_and_readiness() -> None:
     assert f"--port {port}" in " ".join(container["command"])
     env = {e["name"]: e for e in container.get("env", [])}
     assert env["GAIA_REPLICA_ID"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+
+
+def test_when_no_replica_answers_nginx_answers_the_session_gone_error() -> None:
+    [body] = re.findall(r"return 502 '(.*)';", NGINX)
+    error = json.loads(body.replace("\\'", "'"))["error"]
+    assert error["code"] == SESSION_GONE and error["data"]["reason"] == GONE_UNREACHABLE
+    assert "start a new session" in error["message"]
+    assert "error_page 502 503 504 = @replica_unreachable;" in NGINX
