@@ -93,7 +93,10 @@ def launch(
     dataset_dir: Path | None = None,
 ) -> RunningGateway:
     port = free_port()
+    # A serving gateway holds its workspace root alone: a second one in the same test gets its own.
     workspace_root = tmp_path / "workspaces"
+    if workspace_root.exists():
+        workspace_root = tmp_path / f"workspaces-{port}"
     if dataset_dir is None:
         dataset_dir = tmp_path / "dataset"
         dataset_dir.mkdir(exist_ok=True)

@@ -104,6 +104,32 @@ def test_compose_takes_ports_paths_and_settings_from_env(tmp_path):
     assert gateway["environment"]["GAIA_DATASET_DIR"] == "/workspace/gaia_dataset"
 
 
+def test_compose_scale_profile_runs_the_shipped_nginx_file_in_front_of_its_replicas(tmp_path):
+    services = compose_config(tmp_path, "COMPOSE_PROFILES=scale\n")["services"]
+    nginx = (ROOT / "deploy" / "nginx" / "gaia-env.conf").read_text()
+    lb = services["lb"]
+    [mount] = lb["volumes"]
+    assert mount["source"].endswith("deploy/nginx/gaia-env.conf") and mount["read_only"] is True
+    assert lb["command"][:3] == ["nginx", "-c", mount["target"]]
+    [port] = lb["ports"]
+    assert (port["published"], port["target"]) == ("8080", 8080) and "listen 8080;" in nginx
+    # The nginx file's upstreams are the profile's replicas, each with its name and its own /data.
+    upstreams = re.findall(r"^\s*server (gateway-\d+):8080\b", nginx, re.M)
+    assert upstreams == ["gateway-1", "gateway-2", "gateway-3"] and set(upstreams) <= set(lb["depends_on"])
+    data = set()
+    for name in upstreams:
+        replica = services[name]
+        assert replica["environment"]["GAIA_REPLICA_ID"] == name
+        assert replica["environment"]["GAIA_HTTP_CACHE_URL"] == "redis://redis:6379/0"
+        assert replica["command"][:6] == ["gaia-env", "serve", "--host", "0.0.0.0", "--port", "8080"]
+        data.add(next(m["source"] for m in replica["volumes"] if m["target"] == "/data"))
+    assert len(data) == 3
+    assert services["redis"]["command"][0] == "redis-server"
+    # The default `docker compose up` is unchanged: one gateway, no balancer.
+    (tmp_path / "default").mkdir()
+    assert "lb" not in compose_config(tmp_path / "default")["services"]
+
+
 def documented_variables() -> set[str]:
     text = (ROOT / "docs" / "configuration.md").read_text()
     return set(re.findall(r"`([A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9])`", text)) - NOT_SETTINGS
@@ -152,7 +178,11 @@ def k8s_documents() -> dict[str, dict]:
 def test_k8s_manifests_are_complete_and_consistent():
     docs = k8s_documents()
     kustomization = docs.pop("Kustomization/")
-    files = {p.name for p in (ROOT / "deploy" / "k8s").glob("*.yaml")} - {"kustomization.yaml"}
+    # The controller's ConfigMap lives in the controller's namespace (tests/test_k8s_manifests.py).
+    files = {p.name for p in (ROOT / "deploy" / "k8s").glob("*.yaml")} - {
+        "kustomization.yaml",
+        "ingress-nginx-controller.yaml",
+    }
     assert set(kustomization["resources"]) == files
 
     gateway = docs["Deployment/gaia-env-gateway"]
@@ -174,11 +204,7 @@ def test_k8s_manifests_are_complete_and_consistent():
 
     service = docs["Service/gaia-env-gateway"]
     assert service["spec"]["selector"].items() <= gateway["spec"]["template"]["metadata"]["labels"].items()
-    ingress = docs["Ingress/gaia-env"]
-    assert (
-        "$http_x_session_id"
-        in ingress["metadata"]["annotations"]["nginx.ingress.kubernetes.io/upstream-hash-by"]
-    )
+    ingress = docs["Ingress/gaia-env"]  # its hash key: tests/test_k8s_manifests.py
     backend = ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]
     assert backend["name"] == "gaia-env-gateway"
 

@@ -19,6 +19,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from . import logs, ops, session_urls
 from .front import MCPEndpoint
 from .gateway import Gateway
+from .served import ReplicaHeader, sessions_route
 
 OPEN_PATHS = {"/health"}
 
@@ -68,8 +69,9 @@ def create_app(gateway: Gateway, config: HttpConfig) -> ASGIApp:
     routes = [Route(path, endpoint=endpoint, methods=["GET", "POST", "DELETE"]) for path in mcp_paths]
     routes += session_urls.routes(gateway, security)
     routes += [Route(path, endpoint=fn, methods=["GET"]) for path, fn in ops.routes_for(gateway).items()]
+    routes.append(Route("/sessions", endpoint=sessions_route(gateway), methods=["GET"]))
     app = Starlette(routes=routes, lifespan=lifespan)
-    return RequestIds(BearerAuth(app, config.auth_token))
+    return ReplicaHeader(RequestIds(BearerAuth(app, config.auth_token)), str(gateway.config.replica))
 
 
 class BearerAuth:

@@ -18,7 +18,7 @@ from . import logs
 from .app import HttpConfig, create_app, is_loopback
 from .gateway import Gateway, GatewayConfig, SelectionError, UnknownTool
 from .registry import DEFAULT_REGISTRY, RegistryError, load_registry, select_enabled
-from .sessions import SessionLimits
+from .sessions import RootInUse, SessionLimits
 from .tools_doc import render_markdown, render_table
 
 
@@ -166,7 +166,7 @@ def _gateway_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def make_gateway(args: argparse.Namespace) -> Gateway:
+def make_gateway(args: argparse.Namespace, serving: bool = False) -> Gateway:
     registry = load_registry(args.config)
     only = [s.strip() for s in args.servers.split(",") if s.strip()] or None
     specs = select_enabled(registry, only, args.replicas)
@@ -175,8 +175,17 @@ def make_gateway(args: argparse.Namespace) -> Gateway:
         dataset_dir=args.dataset_dir.absolute(),
         session_ttl=args.session_ttl,
         session_limits=SessionLimits(args.max_sessions, args.min_free_disk_mb),
+        # Replicas behind one load balancer record their sessions' owners where they share the cache.
+        owners_url=_cache_url() if serving else "",
+        own_root=serving,
     )
     return Gateway(specs, config, all_ids=list(registry))
+
+
+def _cache_url() -> str:
+    from gaia_kit.web.http import HttpSettings
+
+    return HttpSettings().cache_url
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -223,7 +232,11 @@ def _stop_on_sigterm(vnc: Any) -> None:
 def _serve(args: argparse.Namespace, token: str | None) -> int:
     import uvicorn
 
-    gateway = make_gateway(args)
+    try:
+        gateway = make_gateway(args, serving=True)
+    except RootInUse as exc:
+        print(f"gaia-env: {exc}", file=sys.stderr)
+        return 2
     print(f"gaia-env: {gateway.plan_text()}", file=sys.stderr, flush=True)
     http = HttpConfig(
         host=args.host,

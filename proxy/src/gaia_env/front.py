@@ -143,6 +143,7 @@ class MCPEndpoint:
             if message["type"] == "http.response.start":
                 if session_id := Headers(raw=message.get("headers", [])).get(SESSION_HEADER):
                     self.gateway.sessions.touch(session_id)
+                    await self.gateway.owners.claim(session_id)  # a new uuid: this replica's
             await send(message)
 
         return register
@@ -175,6 +176,12 @@ class MCPEndpoint:
             manager = self._session_manager(session_id)
             if session_id in manager._server_instances:  # a live session: its use keeps it
                 self.gateway.sessions.touch(session_id)
+            elif gone := await self.gateway.owners.owner_elsewhere(session_id):
+                # Not ours but another replica's (or an earlier run's): say so instead of the SDK's
+                # bare "session not found"; 404 is what the protocol answers for a session that ended.
+                body = {"jsonrpc": "2.0", "id": None, "error": gone.as_jsonrpc()}
+                await JSONResponse(body, status_code=404)(scope, receive, send)
+                return
             await manager.handle_request(scope, receive, send)
             if method == "DELETE":
                 await self.gateway.end_session(session_id)

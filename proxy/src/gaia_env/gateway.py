@@ -9,7 +9,7 @@ import asyncio
 import logging
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +22,11 @@ from . import catalog
 from .capacity import ReplicaPlan, available_cores, format_plan, replica_plan
 from .errors import GatewayError, SelectionError, UnknownTool
 from .metrics import Metrics
+from .ownership import Replica, SessionGone, SessionOwners
 from .pool import PoolError, ServerPool
 from .process import Progress
 from .registry import ServerSpec
-from .sessions import SessionLimits, SessionRefused, SessionState, SessionStore
+from .sessions import EPHEMERAL_PREFIX, SessionLimits, SessionRefused, SessionState, SessionStore
 
 logger = logging.getLogger("gaia_env.gateway")
 
@@ -42,6 +43,11 @@ class GatewayConfig:
     session_ttl: float = 1800.0
     startup_timeout: float = 90.0
     session_limits: SessionLimits = SessionLimits()
+    replica: Replica = field(default_factory=Replica.from_env)
+    owners_url: str = ""
+    """The Redis where replicas record which one owns each session (ownership.py); empty: one gateway."""
+    own_root: bool = False
+    """Serving: hold the workspace root alone and remove what an earlier run left in it."""
 
 
 class Gateway:
@@ -64,7 +70,10 @@ class Gateway:
             on_end=self._end_everywhere,
             limits=config.session_limits,
             on_refuse=lambda reason: self.metrics.sessions_refused.labels(reason).inc(),
+            own_root=config.own_root,
         )
+        self.owners = SessionOwners(config.replica, config.owners_url, config.session_ttl)
+        self._closing = False
         limits = config.session_limits
         self.metrics.watch_sessions(
             self.sessions.__len__, self.sessions.free_disk_bytes, limits.max_sessions, limits.min_free_disk_mb
@@ -85,13 +94,17 @@ class Gateway:
         for pool in self.pools.values():
             pool.start()
         self._reaper = asyncio.create_task(self.sessions.reap_forever(), name="session-reaper")
+        self.owners.keep_alive(self.sessions.keys)
         await asyncio.gather(*(p.wait_started(self.config.startup_timeout) for p in self.pools.values()))
 
     async def close(self) -> None:
         if self._reaper:
             self._reaper.cancel()
         await asyncio.gather(*(p.close() for p in self.pools.values()), return_exceptions=True)
+        # The owner records stay: a session of this run that comes back must hear it is gone.
+        self._closing = True
         await self.sessions.close()
+        await self.owners.close()
 
     @property
     def ready(self) -> bool:
@@ -100,6 +113,7 @@ class Gateway:
     def status(self) -> dict[str, Any]:
         return {
             "ready": self.ready,
+            "replica": str(self.config.replica),
             "uptime_s": round(time.time() - self.started_at, 1),
             "sessions": len(self.sessions),
             "session_limits": self.sessions.describe(),
@@ -202,6 +216,8 @@ class Gateway:
         outcome = "ok"
         self.metrics.in_flight.labels(route.server).inc()
         try:
+            if session_key is not None and not self.sessions.holds(session_key):
+                await self.owners.claim(session_key)
             async with self.sessions.use(session_key, route.server) as session:
                 meta = {SESSION_ID_KEY: session.key, WORKSPACE_KEY: str(session.workspace)}
                 params = {"name": route.tool, "arguments": arguments, "_meta": meta}
@@ -212,6 +228,9 @@ class Gateway:
         except (PoolError, SessionRefused) as exc:
             outcome = "gateway_error"
             return {"content": [{"type": "text", "text": str(exc)}], "isError": True}
+        except SessionGone:
+            outcome = "session_gone"
+            raise
         except GatewayError as exc:  # refused: busy (the gateway's or the server's own), or a server's error
             outcome = "busy" if exc.code == BUSY else "gateway_error"
             raise
@@ -242,6 +261,8 @@ class Gateway:
         for sid in session.servers:
             if sid in self.pools:
                 self.pools[sid].end_session(session.key)
+        if not self._closing and not session.key.startswith(EPHEMERAL_PREFIX):
+            await self.owners.release(session.key)
         await call_each(self.session_end_listeners, session.key, logger)
 
     def _count_restart(self, server: str) -> None:

@@ -3,6 +3,10 @@
 The store owns every session's lifetime: one idle TTL, for the workspace, the MCP transport and the
 state servers keep. It remembers which servers a session called, so ending it tells only those.
 
+A serving gateway's store owns its workspace root (`own_root`): it holds a lock on it for its
+lifetime (a second serving gateway on the same root is refused) and removes, at start, the
+workspaces an earlier run left behind (their sessions died with that process; docs/scaling.md).
+
 New workspaces are admitted only while the gateway holds fewer than `max_sessions` of them and
 the disk under the workspace root has more than `min_free_disk_mb` free: past either, a new
 session is refused at once with the reason, and the sessions already running go on.
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import hashlib
 import logging
 import shutil
@@ -20,8 +25,14 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from gaia_kit.core import quota
+
+EPHEMERAL_PREFIX = "ephemeral-"
+"""Key prefix of the one-call sessions of requests that name none."""
+ROOT_LOCK = "gateway.lock"
+"""In the root's quota folder: held by the one gateway that uses the root."""
 
 logger = logging.getLogger("gaia_env.sessions")
 
@@ -32,6 +43,10 @@ class SessionRefused(Exception):
     def __init__(self, reason: str, message: str):
         super().__init__(message)
         self.reason = reason
+
+
+class RootInUse(Exception):
+    """Another serving gateway holds this workspace root."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +67,7 @@ class SessionState:
     """The servers this session called: the ones told when it ends."""
     made: bool = False
     """Its workspace exists (an MCP session has none until its first tool call)."""
+    calls: int = 0
 
 
 OnEnd = Callable[[SessionState], Awaitable[None]]
@@ -65,6 +81,7 @@ class SessionStore:
         on_end: OnEnd | None = None,
         limits: SessionLimits = SessionLimits(),
         on_refuse: Callable[[str], None] | None = None,
+        own_root: bool = False,
     ):
         self.root = root
         self.idle_ttl = idle_ttl
@@ -76,10 +93,34 @@ class SessionStore:
         self._on_refuse = on_refuse
         root.mkdir(parents=True, exist_ok=True)
         quota.prepare_root(root)
+        self._lock = _lock_root(root) if own_root else None
+        if own_root and (removed := _remove_leftovers(root)):
+            logger.info("removed %d workspaces an earlier run left behind", removed)
 
     def __len__(self) -> int:
         """Sessions with a workspace (an MCP session that has not called a tool yet has none)."""
         return self._workspaces
+
+    def holds(self, key: str) -> bool:
+        """Whether this store already made the session's workspace (its first call was served here)."""
+        state = self._sessions.get(key)
+        return state is not None and state.made
+
+    def keys(self) -> list[str]:
+        return list(self._sessions)
+
+    def served(self) -> list[dict[str, object]]:
+        """The live sessions, for operators: key, calls, servers used, idle seconds."""
+        now = time.monotonic()
+        return [
+            {
+                "key": s.key,
+                "calls": s.calls,
+                "servers": sorted(s.servers),
+                "idle_s": round(now - s.last_used, 1),
+            }
+            for s in self._sessions.values()
+        ]
 
     def free_disk_bytes(self) -> int:
         return shutil.disk_usage(self.root).free
@@ -141,7 +182,7 @@ class SessionStore:
         """A call's session; a call with no key gets a fresh workspace that is removed after it."""
         if key is None:
             self._admit(keyed=False)
-            state = SessionState(f"ephemeral-{uuid.uuid4().hex}", self.root / f"e-{uuid.uuid4().hex}")
+            state = SessionState(f"{EPHEMERAL_PREFIX}{uuid.uuid4().hex}", self.root / f"e-{uuid.uuid4().hex}")
             state.servers.add(server)
             state.workspace.mkdir(parents=True)
             try:
@@ -156,6 +197,7 @@ class SessionStore:
             state.made = True
             self._workspaces += 1
         state.servers.add(server)
+        state.calls += 1
         state.active_calls += 1
         try:
             yield state
@@ -196,6 +238,30 @@ class SessionStore:
     async def close(self) -> None:
         for key in list(self._sessions):
             await self.end(key)
+        if self._lock is not None:
+            self._lock.close()
+
+
+def _lock_root(root: Path) -> IO[str]:
+    """Hold the root's lock, or refuse: two gateways on one root would remove each other's workspaces."""
+    handle = open(root / quota.QUOTA_DIR / ROOT_LOCK, "w")  # noqa: SIM115 - held until close()
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise RootInUse(
+            f"Another gateway is using the workspace root {root}; give each gateway its own "
+            "(--workspace-root or GAIA_WORKSPACE_ROOT)."
+        ) from None
+    return handle
+
+
+def _remove_leftovers(root: Path) -> int:
+    """Remove the session workspaces under `root` (a new store has no sessions yet); return how many."""
+    leftovers = [p for p in root.iterdir() if p.name.startswith(("s-", "e-")) and p.is_dir()]
+    for workspace in leftovers:
+        _remove(workspace)
+    return len(leftovers)
 
 
 def _remove(workspace: Path) -> None:

@@ -24,3 +24,31 @@ RETRY_AFTER = "retryAfter"
 def busy_message(what: str, retry_after: int) -> str:
     """The one wording of a busy answer: what is busy, and when to come back."""
     return f"{what}; retry after {retry_after} s."
+
+
+SESSION_GONE = -32030
+"""JSON-RPC error code of a call whose session lived on a gateway replica that no longer serves it
+(the replica stopped or restarted, or the replicas changed and the load balancer now routes the
+session elsewhere). Its workspace and state are not here: the session cannot go on, start a new one.
+`data` carries GONE_REASON (one of the GONE_* values), GONE_OWNER and GONE_REPLICA. The client did
+nothing wrong: a trainer counts such an episode as an environment fault, not as the agent's failure.
+docs/scaling.md has the wire form."""
+
+GONE_REASON = "reason"
+"""Key in a session-gone error's `data`: why the session cannot be served here."""
+GONE_OWNER = "owner"
+"""Key in a session-gone error's `data`: the replica (`name/incarnation`) that held the session, when known."""
+GONE_REPLICA = "replica"
+"""Key in a session-gone error's `data`: the replica (`name/incarnation`) or load balancer that answered."""
+
+GONE_RESTARTED = "replica_restarted"
+"""The session's replica restarted: the new process has none of the old one's sessions."""
+GONE_ELSEWHERE = "owned_elsewhere"
+"""Another replica holds (or held) the session: its replica stopped, or the replicas changed."""
+GONE_UNREACHABLE = "replica_unreachable"
+"""The load balancer could not reach the replica (it died during the call, or before it)."""
+
+
+def session_gone_message(why: str) -> str:
+    """The one wording of a session-gone answer: what happened, and what to do."""
+    return f"This session's gateway replica is gone ({why}); its workspace and state are lost: start a new session."
