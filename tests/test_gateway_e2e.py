@@ -234,16 +234,6 @@ def test_dataset_is_readable_and_read_only(real_gateway: RunningGateway) -> None
             b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "nope", "arguments": {}}}',
             -32602,
         ),
-        (
-            b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", '
-            b'"params": {"name": "read_text_file", "arguments": {"path": 42}}}',
-            -32602,
-        ),
-        (
-            b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", '
-            b'"params": {"name": "read_text_file", "arguments": {}}}',
-            -32602,
-        ),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": "not an object"}', -32602),
         (b"[1, 2, 3]", -32600),
         (b'"just a string"', -32600),
@@ -271,9 +261,10 @@ def test_malformed_requests_get_jsonrpc_errors(real_gateway: RunningGateway, bod
     assert error["message"]
 
 
-def test_wrong_argument_type_message_names_the_field(real_gateway: RunningGateway) -> None:
-    reply = real_gateway.rpc("tools/call", {"name": "read_text_file", "arguments": {"path": 42}}).json()
-    assert "path" in reply["error"]["message"] and "string" in reply["error"]["message"]
+def test_wrong_argument_type_is_a_result_that_names_the_field(real_gateway: RunningGateway) -> None:
+    # Since MCP 2025-11-25 input validation errors are tool results, so the model can correct the call.
+    result = real_gateway.call("read_text_file", {"path": 42})
+    assert result["isError"] and "'path': 42 is not of type 'string'" in result["content"][0]["text"]
 
 
 def test_oversized_body_is_refused(real_gateway: RunningGateway) -> None:

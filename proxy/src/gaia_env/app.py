@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from . import logs, ops
+from . import logs, ops, session_urls
 from .front import MCPEndpoint
 from .gateway import Gateway
 
@@ -52,7 +52,8 @@ def transport_security(config: HttpConfig) -> TransportSecuritySettings:
 
 
 def create_app(gateway: Gateway, config: HttpConfig) -> ASGIApp:
-    endpoint = MCPEndpoint(gateway, transport_security(config), config.max_body_bytes)
+    security = transport_security(config)
+    endpoint = MCPEndpoint(gateway, security, config.max_body_bytes)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -63,10 +64,9 @@ def create_app(gateway: Gateway, config: HttpConfig) -> ASGIApp:
         finally:
             await gateway.close()
 
-    routes = [
-        Route("/mcp", endpoint=endpoint, methods=["GET", "POST", "DELETE"]),
-        Route("/servers/{server_id}/mcp", endpoint=endpoint, methods=["GET", "POST", "DELETE"]),
-    ]
+    mcp_paths = ["/mcp", "/servers/{server_id}/mcp", session_urls.SESSION_PATH, session_urls.SERVER_PATH]
+    routes = [Route(path, endpoint=endpoint, methods=["GET", "POST", "DELETE"]) for path in mcp_paths]
+    routes += session_urls.routes(gateway, security)
     routes += [Route(path, endpoint=fn, methods=["GET"]) for path, fn in ops.routes_for(gateway).items()]
     app = Starlette(routes=routes, lifespan=lifespan)
     return RequestIds(BearerAuth(app, config.auth_token))

@@ -16,7 +16,7 @@ from gaia_kit.core.settings import KitSettings
 
 from . import logs
 from .app import HttpConfig, create_app, is_loopback
-from .gateway import Gateway, GatewayConfig, InvalidArguments, SelectionError, UnknownTool
+from .gateway import Gateway, GatewayConfig, SelectionError, UnknownTool
 from .registry import DEFAULT_REGISTRY, RegistryError, load_registry, select_enabled
 from .sessions import SessionLimits
 from .tools_doc import render_markdown, render_table
@@ -277,7 +277,7 @@ def cmd_call(args: argparse.Namespace) -> int:
 
         try:
             result = asyncio.run(_with_gateway(gateway, run, wait_async=True))
-        except (UnknownTool, InvalidArguments, SelectionError) as exc:
+        except (UnknownTool, SelectionError) as exc:
             print(f"gaia-env: {exc}", file=sys.stderr)
             return 2
     for block in result.get("content", []):

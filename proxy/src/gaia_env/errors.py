@@ -41,10 +41,6 @@ class UnknownTool(InvalidRequest):
     pass
 
 
-class InvalidArguments(InvalidRequest):
-    pass
-
-
 class Busy(GatewayError):
     """Refused for lack of capacity now; `retry_after` says when to send the call again."""
 

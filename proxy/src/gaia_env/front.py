@@ -33,11 +33,27 @@ from starlette.types import Message, Receive, Scope, Send
 from .bare import BareRequests
 from .errors import GatewayError
 from .gateway import Gateway
-from .selection import CLIENT_SESSION_HEADER, SESSION_HEADER, requested_servers, session_key
+from .selection import (
+    CLIENT_SESSION_HEADER,
+    SESSION_HEADER,
+    refused_session_id,
+    requested_servers,
+    session_key,
+    url_session,
+)
 
 # The SDK's JSON parser (pydantic-core) stops at this depth; Python's json module at about 1,000,
 # by raising RecursionError. One limit for every path keeps the answer the same: -32700.
 MAX_JSON_DEPTH = 200
+
+
+INSTRUCTIONS = (
+    "GAIA tool environment: every tool server behind one endpoint. Files live in a workspace per "
+    "session, and a call that names no session gets a fresh, empty one: to keep files between calls, "
+    "POST /sessions and connect to the URL it returns (or use /sessions/<any-id>/mcp, or send an "
+    "X-Session-Id header)."
+)
+"""Sent in `initialize` and the 2026-07-28 `server/discover`: the one place every client reads first."""
 
 
 def build_server(gateway: Gateway) -> Server[Any]:
@@ -53,10 +69,10 @@ def build_server(gateway: Gateway) -> Server[Any]:
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         meta = dict(params.meta or {}) if params.meta else None
-        key = session_key(ctx.request.scope, meta) if ctx.request is not None else None
         # The client's progress token stays here; the server gets one of the gateway's own.
         relay = Call(params.name, report=ctx.session.report_progress) if _progress_token(meta) else None
         try:
+            key = session_key(ctx.request.scope, meta) if ctx.request is not None else None
             result = await gateway.call_tool(
                 params.name, params.arguments, selection(ctx), key, relay.progress if relay else None
             )
@@ -75,7 +91,7 @@ def build_server(gateway: Gateway) -> Server[Any]:
     return Server(
         "gaia-env",
         version="0.1.0",
-        instructions="GAIA tool environment: every tool server behind one endpoint.",
+        instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         get_tool_input_schema=input_schema,
@@ -88,7 +104,8 @@ def _sdk_error(exc: GatewayError) -> MCPError:
 
 
 class MCPEndpoint:
-    """The ASGI endpoint for /mcp and /servers/<id>/mcp (a plain app: no Mount, no redirect)."""
+    """The ASGI endpoint for /mcp, /servers/<id>/mcp and their /sessions/<id>/... forms (a plain app:
+    no Mount, no redirect)."""
 
     def __init__(self, gateway: Gateway, security: TransportSecuritySettings, max_body: int):
         self.gateway = gateway
@@ -151,6 +168,9 @@ class MCPEndpoint:
         session_id = headers.get(SESSION_HEADER)
         version = headers.get("mcp-protocol-version")
         streams = _lists_event_stream(headers)
+        if problem := refused_session_id(scope):  # refused before anything is opened or kept
+            await _jsonrpc_error(400, INVALID_REQUEST, problem)(scope, receive, send)
+            return
         if session_id:
             manager = self._session_manager(session_id)
             if session_id in manager._server_instances:  # a live session: its use keeps it
@@ -162,6 +182,13 @@ class MCPEndpoint:
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
             manager = self.stateless_streaming if streams else self.stateless
             await manager.handle_request(scope, receive, send)
+            return
+        if method == "DELETE" and url_session(scope) is not None:
+            # Clients send DELETE when they close an MCP session; the URL's workspace outlives that.
+            error = (
+                "DELETE /sessions/<id> ends this session; DELETE on its /mcp URL ends an MCP session only."
+            )
+            await _jsonrpc_error(400, INVALID_REQUEST, error)(scope, receive, send)
             return
         if method == "DELETE" and headers.get(CLIENT_SESSION_HEADER):
             ended = await self.gateway.end_session(headers[CLIENT_SESSION_HEADER])

@@ -20,7 +20,7 @@ from jsonschema.exceptions import SchemaError, ValidationError
 
 from . import catalog
 from .capacity import ReplicaPlan, available_cores, format_plan, replica_plan
-from .errors import GatewayError, InvalidArguments, SelectionError, UnknownTool
+from .errors import GatewayError, SelectionError, UnknownTool
 from .metrics import Metrics
 from .pool import PoolError, ServerPool
 from .process import Progress
@@ -29,7 +29,7 @@ from .sessions import SessionLimits, SessionRefused, SessionState, SessionStore
 
 logger = logging.getLogger("gaia_env.gateway")
 
-__all__ = ["Gateway", "GatewayConfig", "InvalidArguments", "SelectionError", "UnknownTool"]
+__all__ = ["Gateway", "GatewayConfig", "SelectionError", "UnknownTool"]
 
 # Variables a server must not inherit from the gateway.
 PRIVATE_ENV = {"MCP_AUTH_TOKEN"}
@@ -162,20 +162,20 @@ class Gateway:
                 return tool.get("inputSchema")
         return None
 
-    def validate(self, route: catalog.ToolRoute, arguments: dict[str, Any]) -> None:
+    def invalid_arguments(self, route: catalog.ToolRoute, arguments: dict[str, Any]) -> str | None:
+        """One sentence on what is wrong with a call's arguments (wrong type, missing, unknown), or None."""
         key = (route.server, route.tool, self.pools[route.server].tools_version)
         validator = self._validators.get(key)
         if validator is None:
-            schema = self.input_schema(route) or {"type": "object"}
+            schema = _closed(self.input_schema(route) or {"type": "object"})
             cls = validators.validator_for(schema)
             try:
                 cls.check_schema(schema)
             except SchemaError:
-                return  # the server's own validation stays in charge
+                return None  # the server's own validation stays in charge
             validator = self._validators[key] = cls(schema)
         error = next(iter(sorted(validator.iter_errors(arguments), key=lambda e: list(e.path))), None)
-        if error is not None:
-            raise InvalidArguments(_describe_invalid(route.tool, error))
+        return None if error is None else _describe_invalid(route.tool, error, validator.schema)
 
     # -- calls ---------------------------------------------------------------------------------
 
@@ -187,13 +187,16 @@ class Gateway:
         session_key: str | None,
         on_progress: Progress | None = None,
     ) -> dict[str, Any]:
-        """Run one tool call; tool and pool failures come back as an isError result.
+        """Run one tool call; invalid arguments, tool and pool failures come back as an isError result
+        (the model can correct those); an unknown tool or server is a GatewayError.
 
         `on_progress` receives the server's progress notifications; cancelling the awaiting task
         cancels the call in the server (notifications/cancelled)."""
         route = self.route(name, selection)
         arguments = arguments or {}
-        self.validate(route, arguments)
+        if problem := self.invalid_arguments(route, arguments):
+            self.metrics.calls.labels(route.server, route.tool, "invalid_arguments").inc()
+            return {"content": [{"type": "text", "text": problem}], "isError": True}
         pool = self.pools[route.server]
         started = time.perf_counter()
         outcome = "ok"
@@ -254,10 +257,23 @@ def _server_env(config: GatewayConfig) -> dict[str, str]:
     return env
 
 
-def _describe_invalid(tool: str, error: ValidationError) -> str:
+def _closed(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with unknown argument names refused, unless it says what extra names may be.
+
+    The servers' pydantic models ignore names they do not know, so a misspelt optional argument
+    would silently do nothing; the model is told instead."""
+    if schema.get("type") != "object" or "additionalProperties" in schema or "patternProperties" in schema:
+        return schema
+    return {**schema, "additionalProperties": False}
+
+
+def _describe_invalid(tool: str, error: ValidationError, schema: dict[str, Any]) -> str:
     where = ".".join(str(p) for p in error.absolute_path)[:200]
     # jsonschema quotes the offending value whole: a megabyte string must not come back whole.
     message = error.message if len(error.message) <= 500 else error.message[:500] + "…"
-    if error.validator in ("required", "additionalProperties"):
+    if error.validator == "additionalProperties" and not error.absolute_path:
+        names = ", ".join(schema.get("properties", {})) or "none"
+        return f"Invalid arguments for {tool}: {message}; its arguments are: {names}."
+    if error.validator == "required":
         return f"Invalid arguments for {tool}: {message}."
     return f"Invalid arguments for {tool}: '{where or 'arguments'}': {message}."

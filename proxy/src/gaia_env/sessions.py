@@ -103,8 +103,8 @@ class SessionStore:
             self._refuse(
                 "max_sessions",
                 f"The gateway already holds its maximum of {limit} sessions (GAIA_MAX_SESSIONS), so no "
-                "new session can start now. End finished sessions (DELETE /mcp with their X-Session-Id "
-                "or Mcp-Session-Id) or retry when idle ones expire.",
+                "new session can start now. End finished sessions (DELETE /sessions/<id>, or DELETE /mcp "
+                "with their X-Session-Id or Mcp-Session-Id) or retry when idle ones expire.",
             )
         free_mb = self.free_disk_bytes() // 2**20
         if free_mb < self.limits.min_free_disk_mb:
@@ -120,6 +120,11 @@ class SessionStore:
             self._on_refuse(reason)
         logger.warning("new session refused: %s", reason)
         raise SessionRefused(reason, message)
+
+    def open(self, key: str) -> SessionState:
+        """Register a session a client asked for by name (POST /sessions), if a new one may start now."""
+        self._admit(keyed=True)
+        return self.touch(key)
 
     def touch(self, key: str) -> SessionState:
         """The session with this key, registered on first sight (its workspace is made on first use)."""
