@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -31,9 +32,9 @@ def anyio_backend() -> str:
 class FakeMcp:
     url: str
     requests: list[tuple[str, str | None]] = field(default_factory=list)
-    """(HTTP method, X-Session-Id) for every request, in arrival order."""
+    """(HTTP method, session: the URL's, else X-Session-Id) for every request, in arrival order."""
     selections: list[tuple[str, str | None, str | None]] = field(default_factory=list)
-    """(HTTP method, X-Session-Id, MCP-Servers) for every request, in arrival order."""
+    """(HTTP method, session, MCP-Servers) for every request, in arrival order."""
     in_flight: int = 0
     max_in_flight: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -104,15 +105,30 @@ def _build_server(state: FakeMcp) -> MCPServer:
     return server
 
 
+_SESSION_PATH = re.compile(r"/sessions/([A-Za-z0-9_-]+)(/mcp)?")
+
+
 def _recording(app, state: FakeMcp):
+    """Records each request's session, and serves the gateway's session URLs as the gateway does:
+    `/sessions/<id>/mcp` is the endpoint of session <id>, `DELETE /sessions/<id>` ends it."""
+
     async def asgi(scope, receive, send):
         if scope["type"] == "http":
             headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+            session = headers.get("x-session-id")
+            if match := _SESSION_PATH.fullmatch(scope["path"]):
+                session = match[1]  # the URL's session wins, as in gaia_env.selection.session_key
+                scope = {**scope, "path": "/mcp", "raw_path": b"/mcp"}
+                if not match[2]:
+                    with state.lock:
+                        state.requests.append((scope["method"], session))
+                        state.selections.append((scope["method"], session, headers.get("mcp-servers")))
+                    await send({"type": "http.response.start", "status": 204, "headers": []})
+                    await send({"type": "http.response.body", "body": b""})
+                    return
             with state.lock:
-                state.requests.append((scope["method"], headers.get("x-session-id")))
-                state.selections.append(
-                    (scope["method"], headers.get("x-session-id"), headers.get("mcp-servers"))
-                )
+                state.requests.append((scope["method"], session))
+                state.selections.append((scope["method"], session, headers.get("mcp-servers")))
         await app(scope, receive, send)
 
     return asgi

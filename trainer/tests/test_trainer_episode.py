@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import pytest
 from gaia_train.episode.loop import EpisodeLimits, Generation, ModelError, Stop, run_episode
-from gaia_train.episode.session import EnvironmentUnavailable, McpSettings, McpToolSession
+from gaia_train.episode.session import McpSettings, McpToolSession, ToolSelectionError
 
 pytestmark = pytest.mark.anyio
 
@@ -175,9 +175,14 @@ async def test_model_error_ends_the_episode_and_other_errors_propagate(fake_mcp)
     assert len(fake_mcp.sessions("DELETE")) == 2
 
 
-async def test_unreachable_gateway_is_a_clear_error() -> None:
-    with pytest.raises(EnvironmentUnavailable, match="Is the gateway running"):
-        await run_episode(PROMPT, Scripted([]), connect("http://127.0.0.1:9/mcp"), EpisodeLimits())
+async def test_an_unreachable_gateway_ends_the_episode_as_an_environment_fault() -> None:
+    policy = Scripted([])
+    connect_ = connect("http://127.0.0.1:9/mcp", open_attempts=3, open_backoff_s=0.05)
+    result = await run_episode(PROMPT, policy, connect_, EpisodeLimits())
+    # retried (3 rounds), then marked: not an exception that would fail a GRPO group, not an agent's failure
+    assert result.stop is Stop.ENVIRONMENT_FAULT and result.environment_fault and result.answer is None
+    assert "Is the gateway running" in result.error and "3 attempts over 3 rounds" in result.error
+    assert policy.seen == [] and result.session_id.startswith("gaia-train-")
 
 
 def test_settings_reject_bad_values() -> None:
@@ -227,7 +232,7 @@ async def test_a_row_may_narrow_the_tools_and_must_name_real_ones(fake_mcp) -> N
     await run_episode(PROMPT, policy, lambda: McpToolSession(narrowed), EpisodeLimits())
     assert sorted(t["function"]["name"] for t in policy.tools) == ["add", "read_file"]
     assert "Unknown tool 'big'" in policy.observed[0][0]["content"]
-    with pytest.raises(EnvironmentUnavailable, match="does not serve"):
+    with pytest.raises(ToolSelectionError, match="does not serve"):  # configuration: never retried
         bad = for_row(settings, {"mcp_tools": "no_such_tool"})
         await run_episode(PROMPT, Scripted([]), lambda: McpToolSession(bad), EpisodeLimits())
     with pytest.raises(ValueError, match="mcp_tools"):

@@ -227,8 +227,9 @@ async def test_per_turn_caps_bound_every_turn(tokenizer, fake_mcp) -> None:
     # the cut is said to the model, and it is what the trajectory holds
     [(_, start, end), *_] = [r for r in runs(output.response_mask) if r[0] == 0]
     assert "cut to fit this turn's tool budget" in tokenizer.decode(output.response_ids[start:end])
-    # a turn that fills its own cap without calling a tool ends the episode on turn_length
-    server = ScriptedServer(tokenizer, ["<think>" + "a" * 500])
+    # a turn that fills its own cap outside any thought, without calling a tool, ends on turn_length
+    server = ScriptedServer(tokenizer, ["a" * 500])
     loop = make_loop(tokenizer, server, fake_mcp.url)
     loop.turn_tokens = 50
     assert (await loop.run({}, raw_prompt=PROMPT)).extra_fields["gaia_stop"] == "turn_length"
+    assert len(server.calls) == 1
