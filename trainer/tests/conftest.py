@@ -14,6 +14,9 @@ from gaia_kit_testing.loopback import LoopbackServer
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
+
+SESSION_GONE = -32030  # gaia_kit.core.contract.SESSION_GONE
 
 NOTES = {
     "/data/notes.txt": "The meeting code is 7731.",
@@ -35,6 +38,8 @@ class FakeMcp:
     """(HTTP method, session: the URL's, else X-Session-Id) for every request, in arrival order."""
     selections: list[tuple[str, str | None, str | None]] = field(default_factory=list)
     """(HTTP method, session, MCP-Servers) for every request, in arrival order."""
+    url_sessions: list[str] = field(default_factory=list)
+    """The session of every request that came by its session URL (`/sessions/<id>/...`)."""
     in_flight: int = 0
     max_in_flight: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -47,6 +52,7 @@ class FakeMcp:
         with self.lock:
             self.requests.clear()
             self.selections.clear()
+            self.url_sessions.clear()
             self.in_flight = self.max_in_flight = 0
 
 
@@ -91,6 +97,15 @@ def _build_server(state: FakeMcp) -> MCPServer:
         return "x" * n
 
     @server.tool()
+    def gone() -> str:
+        """Fail as the gateway fails a call whose session's replica is gone."""
+        raise MCPError(
+            SESSION_GONE,
+            "This session's gateway replica is gone (replica_restarted).",
+            {"reason": "replica_restarted"},
+        )
+
+    @server.tool()
     def whoami(ctx: Context) -> str:
         """The session id this call arrived with."""
         request = ctx.request_context.request
@@ -119,6 +134,8 @@ def _recording(app, state: FakeMcp):
             if match := _SESSION_PATH.fullmatch(scope["path"]):
                 session = match[1]  # the URL's session wins, as in gaia_env.selection.session_key
                 scope = {**scope, "path": "/mcp", "raw_path": b"/mcp"}
+                with state.lock:
+                    state.url_sessions.append(session)
                 if not match[2]:
                     with state.lock:
                         state.requests.append((scope["method"], session))

@@ -237,3 +237,29 @@ async def test_a_row_may_narrow_the_tools_and_must_name_real_ones(fake_mcp) -> N
         await run_episode(PROMPT, Scripted([]), lambda: McpToolSession(bad), EpisodeLimits())
     with pytest.raises(ValueError, match="mcp_tools"):
         for_row(settings, {"mcp_tools": 7})
+
+
+async def test_a_call_drafted_in_reasoning_is_not_executed(fake_mcp) -> None:
+    drafted = "<think>I could " + call("add", a=1, b=1) + " or give <answer>2</answer>.</think>"
+    policy = Scripted([drafted + call("read_file", path="/data/notes.txt"), "<answer>7731</answer>"])
+    result = await run_episode(PROMPT, policy, connect(fake_mcp.url), EpisodeLimits())
+    assert dict(result.metrics.tool_calls) == {"read_file": 1} and result.answer == "7731"
+    assistant = result.messages[2]
+    assert "add" not in assistant["content"] and "<answer>2</answer>" in assistant["reasoning_content"]
+
+
+async def test_the_session_is_in_the_url_and_deleted_there(fake_mcp) -> None:
+    policy = Scripted([call("whoami"), "<answer>x</answer>"])
+    result = await run_episode(PROMPT, policy, connect(fake_mcp.url), EpisodeLimits())
+    sid = result.session_id
+    assert set(fake_mcp.url_sessions) == {sid}  # every request came by /sessions/<sid>/...
+    assert ("DELETE", sid) in fake_mcp.requests
+    assert policy.observed[0][0]["content"] == sid  # X-Session-Id still sent, for hash-by-header balancers
+
+
+async def test_a_session_gone_mid_episode_is_an_environment_fault(fake_mcp) -> None:
+    policy = Scripted([call("add", a=1, b=2), call("gone"), "<answer>x</answer>"])
+    result = await run_episode(PROMPT, policy, connect(fake_mcp.url), EpisodeLimits())
+    assert result.stop is Stop.ENVIRONMENT_FAULT and "replica is gone" in result.error
+    assert len(policy.seen) == 2  # the policy was not asked for a turn after the fault
+    assert result.metrics.tool_errors == 0  # a fault is not a tool error the agent made
