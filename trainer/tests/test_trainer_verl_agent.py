@@ -233,3 +233,28 @@ async def test_per_turn_caps_bound_every_turn(tokenizer, fake_mcp) -> None:
     loop.turn_tokens = 50
     assert (await loop.run({}, raw_prompt=PROMPT)).extra_fields["gaia_stop"] == "turn_length"
     assert len(server.calls) == 1
+
+
+async def test_an_environment_fault_is_returned_masked_never_raised(tokenizer, fake_mcp) -> None:
+    # the session's replica goes away after one served call: the trajectory stays, with no gradient
+    server = ScriptedServer(tokenizer, [call("add", a=1, b=2), call("gone"), "<answer>3</answer>"])
+    output = await make_loop(tokenizer, server, fake_mcp.url).run({}, raw_prompt=PROMPT)
+    assert (
+        output.extra_fields["gaia_env_fault"] == 1 and output.extra_fields["gaia_stop"] == "environment_fault"
+    )
+    assert len(server.calls) == 2 and set(output.response_mask) == {0}
+    assert output.response_ids[: len(server.sampled[0])] == server.sampled[0]  # kept for the rollout dump
+    assert output.as_dict()["response_mask"].sum() == 0
+    # an ordinary episode says 0, so every row of a batch has the key
+    ok = await make_loop(tokenizer, ScriptedServer(tokenizer, ["<answer>3</answer>"]), fake_mcp.url).run(
+        {}, raw_prompt=PROMPT
+    )
+    assert ok.extra_fields["gaia_env_fault"] == 0 and set(ok.response_mask) == {1}
+
+
+async def test_no_gateway_at_all_is_a_masked_fault_with_the_rows_prompt(tokenizer) -> None:
+    server = ScriptedServer(tokenizer, ["<answer>3</answer>"])
+    output = await make_loop(tokenizer, server, "http://127.0.0.1:9/mcp").run({}, raw_prompt=PROMPT)
+    assert output.extra_fields["gaia_env_fault"] == 1 and server.calls == []
+    assert tokenizer.decode(output.prompt_ids).startswith("<|im_start|>system\nAnswer in <answer></answer>.")
+    assert len(output.response_ids) == 1 and output.response_mask == [0]
