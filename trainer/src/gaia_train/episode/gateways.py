@@ -53,6 +53,13 @@ class Gateway:
         path = f"{match['prefix']}/sessions/{session_id}{match['server'] or ''}/mcp"
         return urlunsplit(parts._replace(path=path))
 
+    def health_url(self) -> str:
+        """`.../health` beside the endpoint: any answer proves the gateway takes connections."""
+        parts = urlsplit(self.url)
+        match = _MCP_PATH.fullmatch(parts.path)
+        prefix = match["prefix"] if match else ""
+        return urlunsplit(parts._replace(path=f"{prefix}/health", query=""))
+
     def session_resource(self, session_id: str) -> str | None:
         """`.../sessions/<id>`, which `DELETE` ends; None when `url` has no session form."""
         parts = urlsplit(self.url)

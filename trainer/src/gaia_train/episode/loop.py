@@ -29,7 +29,7 @@ import anyio
 
 from ..reward import final_answer
 from .reasoning import split_reasoning
-from .session import EnvironmentUnavailable, ToolOutcome
+from .session import EnvironmentFault, EnvironmentUnavailable, ToolOutcome
 from .toolcalls import ToolCall, parse_tool_calls, strip_tool_calls
 
 
@@ -259,9 +259,14 @@ async def run_episode(
         if deadline.cancelled_caught:
             stop = Stop.DEADLINE
     except BaseException as exc:
-        await session.__aexit__(type(exc), exc, exc.__traceback__)
-        raise
-    await session.__aexit__(None, None, None)
+        try:
+            await session.__aexit__(type(exc), exc, exc.__traceback__)
+        except EnvironmentFault as fault:  # the connection broke under a call and cancelled the episode
+            stop, error = Stop.ENVIRONMENT_FAULT, str(fault)
+        else:
+            raise
+    else:
+        await session.__aexit__(None, None, None)
     metrics.wall_seconds = time.perf_counter() - started
     return EpisodeResult(messages, stop, answer, metrics, final_text, error, session_id)
 

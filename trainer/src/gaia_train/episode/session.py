@@ -66,7 +66,11 @@ _SESSION_TERMINATED = "Session terminated"
 MAX_BACKOFF_S = 30.0
 
 
-class EnvironmentUnavailable(RuntimeError):
+class EnvironmentFault(RuntimeError):
+    """The environment failed the episode (not the agent): it ends as Stop.ENVIRONMENT_FAULT."""
+
+
+class EnvironmentUnavailable(EnvironmentFault):
     """The MCP endpoint could not be reached or refused to open a session, after the retries."""
 
 
@@ -383,7 +387,10 @@ class McpToolSession:
                 Client(transport, mode=mode, prior_discover=prior)
             )
             _remember_mode(self.settings, self._client)
-            await self._list_tools()
+            if not await self._list_tools():
+                # Nothing reached the gateway yet (negotiation and catalog were known): knock once, so a
+                # gateway that refuses connections is skipped now, not found dead at the first call.
+                await http.get(gateway.health_url(), timeout=5.0)
         except BaseException as exc:
             self._client = None
             try:
@@ -403,23 +410,43 @@ class McpToolSession:
 
     async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         self._client = None
-        await self._close(exc)
+        if exc is not None:
+            await self._close(exc)
+            return
+        try:
+            await self._close(None)
+        except Exception as closing:  # a transport that broke (a fault the episode already ended on)
+            causes = _leaves(closing) if isinstance(closing, BaseExceptionGroup) else [closing]
+            log.warning(
+                "closing session %s: %s",
+                self.session_id,
+                "; ".join(f"{type(c).__name__}: {c}" for c in causes),
+            )
 
     async def _close(self, exc: BaseException | None) -> None:
         try:
             await self._stack.__aexit__(type(exc) if exc else None, exc, exc.__traceback__ if exc else None)
         except BaseExceptionGroup as group:
             # The SDK's task groups wrap an error raised in the episode; hand back the error itself.
-            if exc is not None and _leaves(group) == [exc]:
+            leaves = _leaves(group)
+            if exc is not None and leaves == [exc]:
                 raise exc from None
+            # A connection that broke under a call fails the SDK's transport task group, which cancels
+            # the episode: that is the environment's doing.
+            if all(isinstance(leaf, _TRANSPORT_ERRORS) for leaf in leaves):
+                if self.gateway is not None and any(_refused(leaf) for leaf in leaves):
+                    mark_down(self.gateway)
+                reason = "; ".join(f"{type(leaf).__name__}: {leaf}" for leaf in leaves[:3])
+                raise EnvironmentFault(f"the transport to the gateway broke: {reason}") from group
             raise
 
-    async def _list_tools(self) -> None:
+    async def _list_tools(self) -> bool:
+        """The catalog (shared for a minute); whether it was listed from the gateway just now."""
         key = (self.settings.url, self.settings.servers)
         cached = _CATALOG.get(key)
         if cached is not None and time.monotonic() - cached[0] < CATALOG_TTL_S:
             self.tools = self._selected(cached[1])
-            return
+            return False
         assert self._client is not None
         tools: dict[str, Tool] = {}
         cursor = None
@@ -435,6 +462,7 @@ class McpToolSession:
             )
         _CATALOG[key] = (time.monotonic(), tools)
         self.tools = self._selected(tools)
+        return True
 
     def _selected(self, tools: dict[str, Tool]) -> dict[str, Tool]:
         wanted = self.settings.tools
@@ -549,6 +577,8 @@ class McpToolSession:
             time.perf_counter() - started,
         )
 
+
+_TRANSPORT_ERRORS = (httpx2.TransportError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError)
 
 _WITHOUT_SESSION_URLS: set[str] = set()
 """Endpoints that answered 404 to their session URL: used as they are by the episodes that follow."""
