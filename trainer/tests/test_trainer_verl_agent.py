@@ -258,3 +258,23 @@ async def test_no_gateway_at_all_is_a_masked_fault_with_the_rows_prompt(tokenize
     assert output.extra_fields["gaia_env_fault"] == 1 and server.calls == []
     assert tokenizer.decode(output.prompt_ids).startswith("<|im_start|>system\nAnswer in <answer></answer>.")
     assert len(output.response_ids) == 1 and output.response_mask == [0]
+
+
+async def test_the_chat_template_is_rendered_off_the_event_loop(tokenizer, fake_mcp) -> None:
+    import copy
+    import threading
+
+    recording = copy.deepcopy(tokenizer)
+    threads: list[int] = []
+    render = recording.apply_chat_template
+
+    def apply_chat_template(*args: Any, **kwargs: Any) -> Any:
+        threads.append(threading.get_ident())
+        return render(*args, **kwargs)
+
+    recording.apply_chat_template = apply_chat_template
+    server = ScriptedServer(recording, [call("add", a=1, b=2), "<answer>3</answer>"])
+    output = await make_loop(recording, server, fake_mcp.url).run({}, raw_prompt=PROMPT)
+    assert output.extra_fields["gaia_stop"] == "answer"
+    # the prompt and the scaffold after the tool turn: rendered, never on the loop every episode shares
+    assert len(threads) >= 2 and threading.get_ident() not in threads

@@ -32,13 +32,12 @@ import os
 import uuid
 from typing import Any
 
-import anyio.to_thread
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
 
 from ..episode.budget import DEFAULT_REASONING_TOKENS
 from ..episode.loop import EpisodeLimits, EpisodeResult
 from ..episode.session import McpSettings
-from ..episode.tokens import TokenPolicy, TokenTape
+from ..episode.tokens import TokenPolicy, TokenTape, off_loop
 from ..play import play
 from ..reward import ANSWER_KEY
 from ..teams.delegation import TeamResult
@@ -167,7 +166,7 @@ class GaiaAgentLoop(AgentLoopBase):
         )
         if result.environment_fault and not tape.prompt_ids:
             # No session, so no tool schemas: the row's prompt alone (the sequence is masked out anyway).
-            await anyio.to_thread.run_sync(_prompt_without_tools, tape, messages)
+            await off_loop(_prompt_without_tools, tape, messages)
         return self._output(tape, result, server_fields, team)
 
     def _output(
