@@ -596,8 +596,12 @@ class _BusyTooLong(Exception):
 
 def _refused(exc: BaseException | None) -> bool:
     """Whether `exc` (or an error inside it) is a connection the gateway refused or never accepted."""
-    if exc is None:
-        return False
-    if isinstance(exc, BaseExceptionGroup):
-        return any(_refused(leaf) for leaf in _leaves(exc))
-    return isinstance(exc, httpx2.ConnectError | ConnectionRefusedError) or _refused(exc.__cause__)
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:  # along the cause chain, which may loop
+        seen.add(id(exc))
+        if isinstance(exc, BaseExceptionGroup):
+            return any(_refused(leaf) for leaf in _leaves(exc))
+        if isinstance(exc, httpx2.ConnectError | ConnectionRefusedError):
+            return True
+        exc = exc.__cause__
+    return False
