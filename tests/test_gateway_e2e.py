@@ -561,8 +561,6 @@ def test_a_sessionless_call_tells_only_the_server_it_used(probe_gateway: Running
 BAD_CALLS = [
     ("", {"name": "nope", "arguments": {}}),
     ("", {"name": "echo", "arguments": {"text": "ambiguous: both probes offer it"}}),
-    ("", {"name": "probe-a__echo", "arguments": {"text": 5}}),
-    ("", {"name": "probe-a__echo", "arguments": {}}),
     ("?servers=no-such-server", {"name": "probe-a__echo", "arguments": {"text": "x"}}),
     ("", {"name": "probe-a__refuse", "arguments": {"retry_after": 4}}),
 ]
@@ -580,6 +578,24 @@ async def test_both_fronts_answer_bad_requests_with_the_same_error(probe_gateway
         sdk = raised.value.error.model_dump(exclude_none=True)
         assert sdk == bare, (params, sdk, bare)
     assert bare["code"] == BUSY and bare["data"] == {"retryAfter": 4}
+
+
+BAD_ARGUMENTS = [{"text": 5}, {}, {"text": "x", "txet": "y"}]
+
+
+@pytest.mark.anyio
+async def test_both_fronts_answer_bad_arguments_with_the_same_error_result(
+    probe_gateway: RunningGateway,
+) -> None:
+    for arguments in BAD_ARGUMENTS:
+        bare = probe_gateway.call("probe-a__echo", arguments)
+        async with Client(probe_gateway.url, mode="legacy") as client:
+            result = await client.call_tool("probe-a__echo", arguments)
+        sdk = {
+            "content": [block.model_dump(exclude_none=True) for block in result.content],
+            "isError": result.is_error,
+        }
+        assert sdk == bare, (arguments, sdk, bare)
 
 
 # -- logs ------------------------------------------------------------------------------------------

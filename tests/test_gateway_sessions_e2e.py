@@ -17,6 +17,7 @@ import pytest
 from gateway_harness import RunningGateway, launch
 from mcp import Client
 from mcp.shared.exceptions import MCPError
+from test_conformance import suite
 
 SERVERS = "filesystem-server,documents-txt-server"
 
@@ -168,3 +169,21 @@ async def test_sdk_invalid_arguments_are_error_results(gateway: RunningGateway, 
         assert missing.is_error and "'content' is a required property" in text_of(missing)
         with pytest.raises(MCPError, match="Unknown tool: no_such_tool"):
             await client.call_tool("no_such_tool", {})
+
+
+# -- the URL form passes the official conformance scenarios /mcp passes ----------------------------
+
+
+@pytest.mark.parametrize("scenario", ["server-initialize", "tools-list", "ping"])
+def test_the_session_url_passes_conformance(gateway: RunningGateway, scenario: str, tmp_path) -> None:
+    out = suite(
+        "server",
+        "--url",
+        gateway.base + "/sessions/conformance-1/mcp",
+        "--scenario",
+        scenario,
+        "-o",
+        str(tmp_path),
+    )
+    report = out.stdout + out.stderr
+    assert out.returncode == 0 and "0 failed" in report and "Passed: " in report, report

@@ -109,8 +109,12 @@ async def test_post_sessions_mints_an_unguessable_id_and_its_urls(
         == f"http://127.0.0.1:8080/sessions/{session_id}/servers/{{server_id}}/mcp"
     )
     assert body["idle_ttl_s"] == gateway.sessions.idle_ttl
+    assert not gateway.sessions._sessions  # nothing is kept until a call uses it
 
+    async with gateway.sessions.use(session_id, "probe") as used:
+        assert used.workspace.is_dir()
     assert (await client.delete(f"/sessions/{session_id}")).status_code == 204
+    assert not used.workspace.exists()
     gone = await client.delete(f"/sessions/{session_id}")
     assert gone.status_code == 404
     assert gone.json()["error"]["message"].startswith(f"Session not found: {session_id}")

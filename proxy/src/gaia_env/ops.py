@@ -69,7 +69,8 @@ tr.restarting td:nth-child(2),tr.starting td:nth-child(2),tr.degraded td:nth-chi
 .muted{{color:#666}}
 </style></head><body>
 <h1>gaia-env gateway: {overall}</h1>
-<p class="muted">MCP endpoint <code>POST /mcp</code> &middot; uptime {status["uptime_s"]} s &middot;
+<p class="muted">MCP endpoint <code>POST /mcp</code> (one workspace per session:
+<code>POST /sessions</code>, then its <code>/sessions/&lt;id&gt;/mcp</code>) &middot; uptime {status["uptime_s"]} s &middot;
 {sessions} &middot; <a href="/ready">/ready</a> &middot; <a href="/metrics">/metrics</a></p>
 <table><tr><th>server</th><th>state</th><th>replicas</th><th>tools</th><th>in flight</th><th>calls ok</th>
 <th>errors</th><th>restarts</th><th>last error</th></tr>

@@ -62,11 +62,13 @@ def routes(gateway: Gateway, security: TransportSecuritySettings) -> list[Route]
     async def create(request: Request) -> Response:
         if refusal := await guard.validate_request(request):
             return refusal
-        session_id = mint_session_id()
         try:
-            gateway.sessions.open(session_id)
+            gateway.sessions.check_new()
         except SessionRefused as exc:
             return _error(503, str(exc))
+        # Nothing is stored until the first call: any replica behind a load balancer can mint the id,
+        # and the one its calls hash to makes the workspace.
+        session_id = mint_session_id()
         body: dict[str, Any] = {
             "session_id": session_id,
             **session_urls(base_url(request.scope), session_id),

@@ -121,10 +121,9 @@ class SessionStore:
         logger.warning("new session refused: %s", reason)
         raise SessionRefused(reason, message)
 
-    def open(self, key: str) -> SessionState:
-        """Register a session a client asked for by name (POST /sessions), if a new one may start now."""
+    def check_new(self) -> None:
+        """Raise SessionRefused when a new session could not get a workspace now (POST /sessions)."""
         self._admit(keyed=True)
-        return self.touch(key)
 
     def touch(self, key: str) -> SessionState:
         """The session with this key, registered on first sight (its workspace is made on first use)."""
