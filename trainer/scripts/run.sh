@@ -35,15 +35,18 @@ USE_KL_LOSS=${USE_KL_LOSS:-False}
 ENTROPY_COEFF=${ENTROPY_COEFF:-0}
 
 # The episode budget. In VeRL the whole multi-turn response (every turn and every tool response)
-# shares RESPONSE_LENGTH; each turn samples at most TURN_TOKENS and the tool responses after it
-# take at most TOOL_TOKENS_PER_TURN (longer outputs are cut, and the model is told), so
-# MAX_TURNS * TURN_TOKENS + (MAX_TURNS - 1) * TOOL_TOKENS_PER_TURN must fit in RESPONSE_LENGTH, and
+# shares RESPONSE_LENGTH; each generation samples at most TURN_TOKENS, a thought cut there goes on
+# (same tape) until it closes or reaches REASONING_TOKENS, and the tool responses after a turn take at
+# most TOOL_TOKENS_PER_TURN (longer outputs are cut, and the model is told), so MAX_TURNS *
+# (REASONING_TOKENS + TURN_TOKENS) + (MAX_TURNS - 1) * TOOL_TOKENS_PER_TURN must fit in RESPONSE_LENGTH, and
 # PROMPT_LENGTH + RESPONSE_LENGTH in the model's 131k context. The dry run prints the arithmetic.
 MAX_MODEL_LEN=${MAX_MODEL_LEN:-131072}
 PROMPT_LENGTH=${PROMPT_LENGTH:-4096}
 RESPONSE_LENGTH=${RESPONSE_LENGTH:-$(( MAX_MODEL_LEN - PROMPT_LENGTH ))}
-MAX_TURNS=${MAX_TURNS:-32}
+# A thinking model's thoughts run to thousands of tokens: fewer, longer turns.
+MAX_TURNS=${MAX_TURNS:-12}
 export GAIA_TURN_TOKENS=${TURN_TOKENS:-${GAIA_TURN_TOKENS:-1792}}
+export GAIA_REASONING_TOKENS=${REASONING_TOKENS:-${GAIA_REASONING_TOKENS:-6144}}
 export GAIA_TOOL_TOKENS_PER_TURN=${TOOL_TOKENS_PER_TURN:-${GAIA_TOOL_TOKENS_PER_TURN:-2048}}
 MAX_PARALLEL_CALLS=${MAX_PARALLEL_CALLS:-4}
 # Characters of one tool output (the calls of a turn share TOOL_TOKENS_PER_TURN).
@@ -138,6 +141,7 @@ overrides=(
   +ray_kwargs.ray_init.runtime_env.env_vars.GAIA_EPISODE_TIMEOUT_S="'$GAIA_EPISODE_TIMEOUT_S'"
   +ray_kwargs.ray_init.runtime_env.env_vars.GAIA_TURN_TOKENS="'$GAIA_TURN_TOKENS'"
   +ray_kwargs.ray_init.runtime_env.env_vars.GAIA_TOOL_TOKENS_PER_TURN="'$GAIA_TOOL_TOKENS_PER_TURN'"
+  +ray_kwargs.ray_init.runtime_env.env_vars.GAIA_REASONING_TOKENS="'$GAIA_REASONING_TOKENS'"
 )
 # The gateway's token travels like the other settings. The file form keeps the secret itself out of
 # the config that verl prints at start and that loggers such as wandb record.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -13,6 +14,9 @@ from gaia_kit_testing.loopback import LoopbackServer
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
+
+SESSION_GONE = -32030  # gaia_kit.core.contract.SESSION_GONE
 
 NOTES = {
     "/data/notes.txt": "The meeting code is 7731.",
@@ -31,9 +35,11 @@ def anyio_backend() -> str:
 class FakeMcp:
     url: str
     requests: list[tuple[str, str | None]] = field(default_factory=list)
-    """(HTTP method, X-Session-Id) for every request, in arrival order."""
+    """(HTTP method, session: the URL's, else X-Session-Id) for every request, in arrival order."""
     selections: list[tuple[str, str | None, str | None]] = field(default_factory=list)
-    """(HTTP method, X-Session-Id, MCP-Servers) for every request, in arrival order."""
+    """(HTTP method, session, MCP-Servers) for every request, in arrival order."""
+    url_sessions: list[str] = field(default_factory=list)
+    """The session of every request that came by its session URL (`/sessions/<id>/...`)."""
     in_flight: int = 0
     max_in_flight: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -46,6 +52,7 @@ class FakeMcp:
         with self.lock:
             self.requests.clear()
             self.selections.clear()
+            self.url_sessions.clear()
             self.in_flight = self.max_in_flight = 0
 
 
@@ -90,6 +97,15 @@ def _build_server(state: FakeMcp) -> MCPServer:
         return "x" * n
 
     @server.tool()
+    def gone() -> str:
+        """Fail as the gateway fails a call whose session's replica is gone."""
+        raise MCPError(
+            SESSION_GONE,
+            "This session's gateway replica is gone (replica_restarted).",
+            {"reason": "replica_restarted"},
+        )
+
+    @server.tool()
     def whoami(ctx: Context) -> str:
         """The session id this call arrived with."""
         request = ctx.request_context.request
@@ -104,15 +120,32 @@ def _build_server(state: FakeMcp) -> MCPServer:
     return server
 
 
+_SESSION_PATH = re.compile(r"/sessions/([A-Za-z0-9_-]+)(/mcp)?")
+
+
 def _recording(app, state: FakeMcp):
+    """Records each request's session, and serves the gateway's session URLs as the gateway does:
+    `/sessions/<id>/mcp` is the endpoint of session <id>, `DELETE /sessions/<id>` ends it."""
+
     async def asgi(scope, receive, send):
         if scope["type"] == "http":
             headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+            session = headers.get("x-session-id")
+            if match := _SESSION_PATH.fullmatch(scope["path"]):
+                session = match[1]  # the URL's session wins, as in gaia_env.selection.session_key
+                scope = {**scope, "path": "/mcp", "raw_path": b"/mcp"}
+                with state.lock:
+                    state.url_sessions.append(session)
+                if not match[2]:
+                    with state.lock:
+                        state.requests.append((scope["method"], session))
+                        state.selections.append((scope["method"], session, headers.get("mcp-servers")))
+                    await send({"type": "http.response.start", "status": 204, "headers": []})
+                    await send({"type": "http.response.body", "body": b""})
+                    return
             with state.lock:
-                state.requests.append((scope["method"], headers.get("x-session-id")))
-                state.selections.append(
-                    (scope["method"], headers.get("x-session-id"), headers.get("mcp-servers"))
-                )
+                state.requests.append((scope["method"], session))
+                state.selections.append((scope["method"], session, headers.get("mcp-servers")))
         await app(scope, receive, send)
 
     return asgi

@@ -62,3 +62,12 @@ def test_a_team_pays_for_its_hand_offs() -> None:
     assert "raise RESPONSE_LENGTH to 194272" in few  # 48 * 1792 + 47 * 2048 + 4 * 3000
     assert "longest hand-off to a role" in budget.table()
     assert recipe(max_turns=24, delegations=4, handoff_tokens=3000).problems() == []
+
+
+def test_a_continued_thought_is_counted_in_every_turn() -> None:
+    # the recipe's defaults: 12 turns of up to 6144 + 1792 sampled tokens, 2048 tool tokens between
+    budget = recipe(max_turns=12, reasoning_tokens=6144)
+    assert budget.sampled_per_turn == 7936 and budget.turns_that_fit == 12 and budget.problems() == []
+    [problem] = recipe(reasoning_tokens=6144).problems()  # 32 turns no longer fit
+    assert "only 12 of max_assistant_turns=32 turns fit" in problem and "(thoughts up to 6144)" in problem
+    assert "REASONING_TOKENS" in problem and "raise RESPONSE_LENGTH to 317440" in problem

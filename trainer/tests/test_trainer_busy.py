@@ -1,4 +1,6 @@
-"""A busy gateway ("retry after N s") is waited out inside the per-call deadline, not shown to the model."""
+"""A busy gateway ("retry after N s") is waited out inside the per-call deadline, not shown to the model;
+busy past the deadline is an environment fault. The endpoint here is a plain MCP server (no session URLs):
+the session falls back to it as it is."""
 
 from __future__ import annotations
 
@@ -66,6 +68,8 @@ async def test_past_the_deadline_the_busy_answer_is_the_outcome(crowded) -> None
     refusals.left, refusals.attempts = 100, 0
     outcome = await call(url, "lookup", 2, key="k")
     assert outcome.is_error and refusals.attempts == 2
+    # busy past the deadline is the environment's fault: it ends the episode, it is no tool result
+    assert outcome.fault is not None and "stayed busy past the call's 2 s deadline" in outcome.fault
     assert "busy; retry after 1 s" in outcome.text and "did not finish" not in outcome.text
     assert outcome.seconds < 2
 
@@ -73,4 +77,4 @@ async def test_past_the_deadline_the_busy_answer_is_the_outcome(crowded) -> None
 async def test_other_protocol_errors_are_not_retried(crowded) -> None:
     url, refusals = crowded
     outcome = await call(url, "broken", 30)
-    assert outcome.is_error and "Invalid arguments for broken" in outcome.text
+    assert outcome.is_error and "Invalid arguments for broken" in outcome.text and outcome.fault is None

@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import pytest
 from gaia_train.episode.loop import EpisodeLimits, Generation, ModelError, Stop, run_episode
-from gaia_train.episode.session import EnvironmentUnavailable, McpSettings, McpToolSession
+from gaia_train.episode.session import McpSettings, McpToolSession, ToolSelectionError
 
 pytestmark = pytest.mark.anyio
 
@@ -175,9 +175,14 @@ async def test_model_error_ends_the_episode_and_other_errors_propagate(fake_mcp)
     assert len(fake_mcp.sessions("DELETE")) == 2
 
 
-async def test_unreachable_gateway_is_a_clear_error() -> None:
-    with pytest.raises(EnvironmentUnavailable, match="Is the gateway running"):
-        await run_episode(PROMPT, Scripted([]), connect("http://127.0.0.1:9/mcp"), EpisodeLimits())
+async def test_an_unreachable_gateway_ends_the_episode_as_an_environment_fault() -> None:
+    policy = Scripted([])
+    connect_ = connect("http://127.0.0.1:9/mcp", open_attempts=3, open_backoff_s=0.05)
+    result = await run_episode(PROMPT, policy, connect_, EpisodeLimits())
+    # retried (3 rounds), then marked: not an exception that would fail a GRPO group, not an agent's failure
+    assert result.stop is Stop.ENVIRONMENT_FAULT and result.environment_fault and result.answer is None
+    assert "Is the gateway running" in result.error and "3 attempts over 3 rounds" in result.error
+    assert policy.seen == [] and result.session_id.startswith("gaia-train-")
 
 
 def test_settings_reject_bad_values() -> None:
@@ -227,8 +232,34 @@ async def test_a_row_may_narrow_the_tools_and_must_name_real_ones(fake_mcp) -> N
     await run_episode(PROMPT, policy, lambda: McpToolSession(narrowed), EpisodeLimits())
     assert sorted(t["function"]["name"] for t in policy.tools) == ["add", "read_file"]
     assert "Unknown tool 'big'" in policy.observed[0][0]["content"]
-    with pytest.raises(EnvironmentUnavailable, match="does not serve"):
+    with pytest.raises(ToolSelectionError, match="does not serve"):  # configuration: never retried
         bad = for_row(settings, {"mcp_tools": "no_such_tool"})
         await run_episode(PROMPT, Scripted([]), lambda: McpToolSession(bad), EpisodeLimits())
     with pytest.raises(ValueError, match="mcp_tools"):
         for_row(settings, {"mcp_tools": 7})
+
+
+async def test_a_call_drafted_in_reasoning_is_not_executed(fake_mcp) -> None:
+    drafted = "<think>I could " + call("add", a=1, b=1) + " or give <answer>2</answer>.</think>"
+    policy = Scripted([drafted + call("read_file", path="/data/notes.txt"), "<answer>7731</answer>"])
+    result = await run_episode(PROMPT, policy, connect(fake_mcp.url), EpisodeLimits())
+    assert dict(result.metrics.tool_calls) == {"read_file": 1} and result.answer == "7731"
+    assistant = result.messages[2]
+    assert "add" not in assistant["content"] and "<answer>2</answer>" in assistant["reasoning_content"]
+
+
+async def test_the_session_is_in_the_url_and_deleted_there(fake_mcp) -> None:
+    policy = Scripted([call("whoami"), "<answer>x</answer>"])
+    result = await run_episode(PROMPT, policy, connect(fake_mcp.url), EpisodeLimits())
+    sid = result.session_id
+    assert set(fake_mcp.url_sessions) == {sid}  # every request came by /sessions/<sid>/...
+    assert ("DELETE", sid) in fake_mcp.requests
+    assert policy.observed[0][0]["content"] == sid  # X-Session-Id still sent, for hash-by-header balancers
+
+
+async def test_a_session_gone_mid_episode_is_an_environment_fault(fake_mcp) -> None:
+    policy = Scripted([call("add", a=1, b=2), call("gone"), "<answer>x</answer>"])
+    result = await run_episode(PROMPT, policy, connect(fake_mcp.url), EpisodeLimits())
+    assert result.stop is Stop.ENVIRONMENT_FAULT and "replica is gone" in result.error
+    assert len(policy.seen) == 2  # the policy was not asked for a turn after the fault
+    assert result.metrics.tool_errors == 0  # a fault is not a tool error the agent made

@@ -288,9 +288,9 @@ def test_eval_model_errors_are_kept_apart_and_retried(tmp_path, fake_mcp, agent_
     out = tmp_path / "eval"
     assert main(eval_args(data, out, base_url, fake_mcp.url, "--retries", "0")) == 2
     err = capsys.readouterr().err
-    assert "1 episode(s) could not run" in err and "answered 400" in err
+    assert "1 episode(s) were ended by the environment or the model endpoint" in err and "answered 400" in err
     assert [r["task_id"] for r in read_jsonl(out / "trajectories.jsonl")] == ["ok"]
-    assert [r["task_id"] for r in read_jsonl(out / "errors.jsonl")] == ["bad"]
+    assert [(r["task_id"], r["kind"]) for r in read_jsonl(out / "errors.jsonl")] == [("bad", "model_error")]
 
 
 def test_eval_on_hidden_answers_writes_a_submission(tmp_path, fake_mcp, agent_endpoint) -> None:
@@ -327,9 +327,17 @@ def test_eval_on_the_demo_snapshot_and_unreachable_gateway(tmp_path, agent_endpo
         "2",
     ]
     assert main(args) == 2
-    err = capsys.readouterr().err
-    assert "2 episode(s) could not run" in err and "Is the gateway running" in err
+    captured = capsys.readouterr()
+    assert (
+        "2 episode(s) were ended by the environment" in captured.err
+        and "Is the gateway running" in captured.err
+    )
+    # environment faults are counted apart in the pass@1 table, never scored as the agent's failures
+    assert re.search(r"environment faults \(not scored, rerun\)\s+2", captured.out)
+    assert re.search(r"scored\s+0", captured.out)
     assert not (tmp_path / "eval" / "trajectories.jsonl").exists()
+    errors = read_jsonl(tmp_path / "eval" / "errors.jsonl")
+    assert [e["kind"] for e in errors] == ["environment_fault"] * 2
 
 
 def test_eval_rejects_bad_options(tmp_path, capsys) -> None:

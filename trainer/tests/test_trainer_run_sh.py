@@ -58,7 +58,7 @@ def test_run_sh_composes_the_recipe(data_dir: Path) -> None:
     assert config["data"]["train_batch_size"] == 32 and rollout["n"] == 16
     assert (rollout["prompt_length"], rollout["response_length"]) == (4096, 131072 - 4096)
     assert rollout["name"] == "vllm" and rollout["mode"] == "async" and rollout["max_model_len"] == 131072
-    assert rollout["multi_turn"]["max_assistant_turns"] == 32
+    assert rollout["multi_turn"]["max_assistant_turns"] == 12  # fewer, longer turns for a thinking model
     assert rollout["multi_turn"]["max_tool_response_length"] == 8192
     assert rollout["agent"]["default_agent_loop"] == "gaia_agent"
     assert rollout["agent"]["agent_loop_config_path"].endswith("gaia_train/config/agent.yaml")
@@ -73,6 +73,7 @@ def test_run_sh_composes_the_recipe(data_dir: Path) -> None:
         == "googlesearch-server,readweb-server,documents-csv-server,documents-pdf-server"
     )
     assert (env_vars["GAIA_TURN_TOKENS"], env_vars["GAIA_TOOL_TOKENS_PER_TURN"]) == ("1792", "2048")
+    assert env_vars["GAIA_REASONING_TOKENS"] == "6144"
     assert "MCP_AUTH_TOKEN" not in env_vars and "MCP_AUTH_TOKEN_FILE" not in env_vars
     # what a CPU machine cannot reach is said, not hidden
     assert "NOT reached: the rollout engine: vllm is not installed" in result.stdout
@@ -164,15 +165,16 @@ def test_dry_run_reaches_what_main_ppo_builds_before_gpus(
         "reached: built VeRL's dataset from data.val_files: 2 rows",
         "reached: called the reward function: 1.0 for the first row's right answer",
         "reached: reward manager naive (NaiveRewardManager) hands the loop's own answer to the reward",
-        f"reached: listed 7 tools from {fake_mcp.url}",
+        f"reached: listed 8 tools from {fake_mcp.url}",
     ):
         assert reached in out
     assert "NOT reached: the rollout engine" in out and "NOT reached: the tokenizer" not in out
     table = out.split("episode budget:\n")[1].splitlines()
     budget = dict(re.split(r"\s{2,}", line.strip()) for line in table if line.startswith("  "))
-    assert budget["turns that fit"] == "33" and budget["turns asked for (max_assistant_turns)"] == "32"
+    # 12 turns of a thought (6144) and a generation (1792), with 2048 tool tokens between: 117,760 of 126,976
+    assert budget["turns that fit"] == "12" and budget["turns asked for (max_assistant_turns)"] == "12"
     longest = int(budget["longest prompt, tool schemas included"])
-    assert 1000 < longest < 4096  # one token per byte here: the seven schemas are most of it
+    assert 1000 < longest < 4096  # one token per byte here: the eight schemas are most of it
 
 
 def test_dry_run_fails_with_the_numbers_when_the_episode_cannot_fit(
@@ -186,8 +188,8 @@ def test_dry_run_fails_with_the_numbers_when_the_episode_cannot_fit(
     )
     turns = dry_run("run.sh", data_dir, MAX_TURNS="40", TOOL_TOKENS_PER_TURN="4096", **setting)
     assert turns.returncode == 1
-    assert "only 22 of max_assistant_turns=40 turns fit in data.max_response_length (126976)" in turns.stderr
-    assert "raise RESPONSE_LENGTH to 231424" in turns.stderr
+    assert "only 10 of max_assistant_turns=40 turns fit in data.max_response_length (126976)" in turns.stderr
+    assert "raise RESPONSE_LENGTH to 477184" in turns.stderr
     too_long = dry_run("run.sh", data_dir, RESPONSE_LENGTH="131072", **setting)
     assert (
         too_long.returncode == 1
@@ -245,7 +247,7 @@ def test_dry_run_counts_a_teams_hand_offs(tmp_path: Path, tiny_model_dir: Path, 
     assert result.returncode == 1
     [counted] = re.findall(r"longest hand-off to a role, schemas included\s+(\d+)", result.stderr)
     assert 50 < int(counted) < 1000  # one token per byte: the helper's prompt and its one schema
-    assert "only 33 of max_assistant_turns=36 turns fit" in result.stderr
+    assert "only 12 of max_assistant_turns=36 turns fit" in result.stderr
     assert f"and 2 hand-offs of {counted} tokens" in result.stderr
     assert re.search(r"delegations \(a team's max_delegations\)\s+2", result.stderr)
 
@@ -261,7 +263,7 @@ def test_dry_run_counts_each_rows_prompt_with_its_own_tools(
     setting = {"MODEL_PATH": str(tiny_model_dir), "MCP_SERVER_URL": fake_mcp.url}
     everything = longest_prompt(dry_run("run.sh", data_dir, **setting).stdout)
 
-    # Rows that select one tool: their prompts list that one schema, not the seven of MCP_SERVERS.
+    # Rows that select one tool: their prompts list that one schema, not the eight of MCP_SERVERS.
     narrow = tmp_path / "narrow"
     narrow.mkdir()
     for name in ("train.parquet", "test.parquet"):

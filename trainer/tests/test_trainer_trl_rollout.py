@@ -116,3 +116,30 @@ def test_a_team_row_that_selects_servers_is_refused_before_training() -> None:
     selecting = row("a", "team?", agent_name="demo_team", extra_info={"mcp_servers": ["excel-server"]})
     with pytest.raises(ValueError, match="whose roles each bring their own"):
         trl_rollout.row_plays([selecting])
+
+
+def test_an_episode_the_environment_ended_is_excluded_from_the_loss(tokenizer, fake_mcp) -> None:
+    from gaia_train.episode.loop import EpisodeLimits
+    from gaia_train.episode.session import McpSettings
+
+    class UniformOverTokenizer(torch.nn.Module):
+        def forward(self, input_ids: Any, past_key_values: Any = None, use_cache: bool = True) -> Any:
+            return SimpleNamespace(
+                logits=torch.zeros(1, input_ids.shape[1], len(tokenizer)), past_key_values=None
+            )
+
+    trainer = SimpleNamespace(
+        accelerator=SimpleNamespace(unwrap_model=lambda model: model), model=UniformOverTokenizer()
+    )
+    prompt = [{"role": "user", "content": "What is the meeting code?"}]
+    limits = EpisodeLimits(max_turns=1, episode_timeout_s=60)
+    down = trl_rollout.GaiaRollout(
+        tokenizer, McpSettings(url="http://127.0.0.1:9/mcp", open_backoff_s=0.05), limits, response_length=16
+    )
+    faulted = down([prompt, prompt], trainer)
+    assert faulted["gaia_env_fault"] == [1, 1] and faulted["gaia_stop"] == ["environment_fault"] * 2
+    assert all(set(mask) == {0} for mask in faulted["env_mask"])  # no token of theirs reaches the loss
+    assert all(len(ids) == 1 for ids in faulted["completion_ids"]) and all(faulted["prompt_ids"])
+    up = trl_rollout.GaiaRollout(tokenizer, McpSettings(url=fake_mcp.url), limits, response_length=16)
+    served = up([prompt], trainer)
+    assert served["gaia_env_fault"] == [0] and 1 in served["env_mask"][0]

@@ -227,8 +227,54 @@ async def test_per_turn_caps_bound_every_turn(tokenizer, fake_mcp) -> None:
     # the cut is said to the model, and it is what the trajectory holds
     [(_, start, end), *_] = [r for r in runs(output.response_mask) if r[0] == 0]
     assert "cut to fit this turn's tool budget" in tokenizer.decode(output.response_ids[start:end])
-    # a turn that fills its own cap without calling a tool ends the episode on turn_length
-    server = ScriptedServer(tokenizer, ["<think>" + "a" * 500])
+    # a turn that fills its own cap outside any thought, without calling a tool, ends on turn_length
+    server = ScriptedServer(tokenizer, ["a" * 500])
     loop = make_loop(tokenizer, server, fake_mcp.url)
     loop.turn_tokens = 50
     assert (await loop.run({}, raw_prompt=PROMPT)).extra_fields["gaia_stop"] == "turn_length"
+    assert len(server.calls) == 1
+
+
+async def test_an_environment_fault_is_returned_masked_never_raised(tokenizer, fake_mcp) -> None:
+    # the session's replica goes away after one served call: the trajectory stays, with no gradient
+    server = ScriptedServer(tokenizer, [call("add", a=1, b=2), call("gone"), "<answer>3</answer>"])
+    output = await make_loop(tokenizer, server, fake_mcp.url).run({}, raw_prompt=PROMPT)
+    assert (
+        output.extra_fields["gaia_env_fault"] == 1 and output.extra_fields["gaia_stop"] == "environment_fault"
+    )
+    assert len(server.calls) == 2 and set(output.response_mask) == {0}
+    assert output.response_ids[: len(server.sampled[0])] == server.sampled[0]  # kept for the rollout dump
+    assert output.as_dict()["response_mask"].sum() == 0
+    # an ordinary episode says 0, so every row of a batch has the key
+    ok = await make_loop(tokenizer, ScriptedServer(tokenizer, ["<answer>3</answer>"]), fake_mcp.url).run(
+        {}, raw_prompt=PROMPT
+    )
+    assert ok.extra_fields["gaia_env_fault"] == 0 and set(ok.response_mask) == {1}
+
+
+async def test_no_gateway_at_all_is_a_masked_fault_with_the_rows_prompt(tokenizer) -> None:
+    server = ScriptedServer(tokenizer, ["<answer>3</answer>"])
+    output = await make_loop(tokenizer, server, "http://127.0.0.1:9/mcp").run({}, raw_prompt=PROMPT)
+    assert output.extra_fields["gaia_env_fault"] == 1 and server.calls == []
+    assert tokenizer.decode(output.prompt_ids).startswith("<|im_start|>system\nAnswer in <answer></answer>.")
+    assert len(output.response_ids) == 1 and output.response_mask == [0]
+
+
+async def test_the_chat_template_is_rendered_off_the_event_loop(tokenizer, fake_mcp) -> None:
+    import copy
+    import threading
+
+    recording = copy.deepcopy(tokenizer)
+    threads: list[int] = []
+    render = recording.apply_chat_template
+
+    def apply_chat_template(*args: Any, **kwargs: Any) -> Any:
+        threads.append(threading.get_ident())
+        return render(*args, **kwargs)
+
+    recording.apply_chat_template = apply_chat_template
+    server = ScriptedServer(recording, [call("add", a=1, b=2), "<answer>3</answer>"])
+    output = await make_loop(recording, server, fake_mcp.url).run({}, raw_prompt=PROMPT)
+    assert output.extra_fields["gaia_stop"] == "answer"
+    # the prompt and the scaffold after the tool turn: rendered, never on the loop every episode shares
+    assert len(threads) >= 2 and threading.get_ident() not in threads

@@ -257,8 +257,9 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     print(f"ran {report.ran}, resumed past {report.skipped}; results in {args.out}")
     if report.failed:
         print(
-            f"{len(report.failed)} episode(s) could not run (see {args.out / 'errors.jsonl'}); "
-            f"first: {report.failed[0]['error']}. Run the same command again to retry them.",
+            f"{len(report.failed)} episode(s) were ended by the environment or the model endpoint, not by "
+            f"the agent (see {args.out / 'errors.jsonl'}); first: {report.failed[0]['error']}. "
+            "Run the same command again to retry them.",
             file=sys.stderr,
         )
         return 2

@@ -12,6 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+DEFAULT_REASONING_TOKENS = 6144
+"""GAIA_REASONING_TOKENS when unset: how long a turn's thought may run across continued generations
+(a thinking model's thoughts on GAIA run to thousands of tokens: fewer, longer turns)."""
+
 
 @dataclass(frozen=True)
 class Budget:
@@ -29,14 +33,23 @@ class Budget:
     """A team's max_delegations; 0 for one agent."""
     handoff_tokens: int | None = None
     """Tokens of the longest hand-off to a team's role (its prompt, the task, its schemas); None: not counted."""
+    reasoning_tokens: int | None = None
+    """GAIA_REASONING_TOKENS: a thought cut at turn_tokens goes on until it has this many; None: no continuation."""
+
+    @property
+    def sampled_per_turn(self) -> int | None:
+        """The most one turn samples: a thought continued up to reasoning_tokens, then one generation more."""
+        if self.turn_tokens is None:
+            return None
+        return self.turn_tokens + (self.reasoning_tokens or 0)
 
     @property
     def turns_that_fit(self) -> int | None:
-        """Turns guaranteed to fit: n turns cost n * turn_tokens + (n - 1) * tool_tokens, after the hand-offs."""
-        if self.turn_tokens is None or self.tool_tokens is None:
+        """Turns guaranteed to fit: n turns cost n * sampled_per_turn + (n - 1) * tool_tokens, after the hand-offs."""
+        if self.sampled_per_turn is None or self.tool_tokens is None:
             return None
         room = self.response_length - self.delegations * (self.handoff_tokens or 0)
-        return max(0, (room + self.tool_tokens) // (self.turn_tokens + self.tool_tokens))
+        return max(0, (room + self.tool_tokens) // (self.sampled_per_turn + self.tool_tokens))
 
     def problems(self) -> list[str]:
         """Each way the settings contradict each other, as one sentence that says what to change."""
@@ -61,9 +74,9 @@ class Budget:
             )
         fit = self.turns_that_fit
         if fit is not None and fit < self.max_turns:
-            assert self.turn_tokens is not None and self.tool_tokens is not None
+            assert self.sampled_per_turn is not None and self.tool_tokens is not None
             needed = (
-                self.max_turns * self.turn_tokens
+                self.max_turns * self.sampled_per_turn
                 + (self.max_turns - 1) * self.tool_tokens
                 + self.delegations * (self.handoff_tokens or 0)
             )
@@ -72,11 +85,12 @@ class Budget:
                 if self.delegations and self.handoff_tokens
                 else ""
             )
+            thought = f" (thoughts up to {self.reasoning_tokens})" if self.reasoning_tokens else ""
             found.append(
                 f"only {fit} of max_assistant_turns={self.max_turns} turns fit in data.max_response_length "
-                f"({self.response_length}) at {self.turn_tokens} sampled + {self.tool_tokens} tool tokens a "
-                f"turn{handoffs}: raise RESPONSE_LENGTH to {needed}, or lower MAX_TURNS, TURN_TOKENS or "
-                "TOOL_TOKENS_PER_TURN"
+                f"({self.response_length}) at {self.sampled_per_turn} sampled{thought} + {self.tool_tokens} "
+                f"tool tokens a turn{handoffs}: raise RESPONSE_LENGTH to {needed}, or lower MAX_TURNS, "
+                "TURN_TOKENS, REASONING_TOKENS or TOOL_TOKENS_PER_TURN"
             )
         return found
 
@@ -107,7 +121,9 @@ class Budget:
             ("prompt length", self.prompt_length),
             ("longest prompt, tool schemas included", self.longest_prompt),
             ("response length (all turns and tool responses)", self.response_length),
-            ("sampled tokens per turn (GAIA_TURN_TOKENS)", self.turn_tokens),
+            ("sampled tokens per generation (GAIA_TURN_TOKENS)", self.turn_tokens),
+            ("a thought continued up to (GAIA_REASONING_TOKENS)", self.reasoning_tokens),
+            ("sampled tokens per turn at most", self.sampled_per_turn),
             ("tool tokens per turn (GAIA_TOOL_TOKENS_PER_TURN)", self.tool_tokens),
             ("one tool output at the character cap, estimated", self.tool_output_tokens),
             *(

@@ -3,6 +3,13 @@
 messages -> policy -> tool calls -> MCP -> tool messages -> policy ... until the model gives an
 `<answer>` (read by `reward.final_answer`, the rule the reward scores by: never inside its reasoning
 or a tool call), makes no tool call, or a limit (turns, response tokens, episode deadline) ends it.
+Answers and tool calls are read from the part of a turn outside its reasoning only (`reasoning`):
+what a thought drafts is never executed nor scored.
+
+The environment can end an episode too: a session that cannot be opened (after its retries) or a call
+the environment failed (transport, busy past the deadline, the session's replica gone) ends it with
+`Stop.ENVIRONMENT_FAULT`. Such an episode says nothing about the agent: trainers give it no gradient
+and eval counts it apart from the agent's failures.
 A policy is anything that turns the conversation into the next assistant turn: the VeRL
 adapter samples token ids from the rollout server, eval calls an OpenAI-compatible endpoint.
 How tokens are kept is the policy's business; this loop only sees messages.
@@ -21,7 +28,8 @@ from typing import Any, Protocol
 import anyio
 
 from ..reward import final_answer
-from .session import ToolOutcome
+from .reasoning import split_reasoning
+from .session import EnvironmentFault, EnvironmentUnavailable, ToolOutcome
 from .toolcalls import ToolCall, parse_tool_calls, strip_tool_calls
 
 
@@ -93,6 +101,9 @@ class Stop(enum.StrEnum):
     """A turn hit its own token cap before it made a call or gave an answer."""
     DEADLINE = "deadline"
     MODEL_ERROR = "model_error"
+    ENVIRONMENT_FAULT = "environment_fault"
+    """The environment ended the episode (gateway unreachable, transport failure, busy past the
+    deadline, the session's replica gone): not the agent's doing, so never reward nor gradient."""
 
 
 @dataclass
@@ -132,6 +143,10 @@ class EpisodeResult:
     error: str | None = None
     session_id: str = ""
 
+    @property
+    def environment_fault(self) -> bool:
+        return self.stop is Stop.ENVIRONMENT_FAULT
+
 
 class _State(enum.Enum):
     GENERATE = "generate"
@@ -139,13 +154,19 @@ class _State(enum.Enum):
     DONE = "done"
 
 
-def _assistant_message(generation: Generation, calls: list[ToolCall], parsed_here: bool) -> dict[str, Any]:
+def _assistant_message(
+    generation: Generation, reasoning: str, visible: str, calls: list[ToolCall], parsed_here: bool
+) -> dict[str, Any]:
     # Calls parsed out of the text travel as structured tool_calls, so the text loses its
     # blocks; otherwise a chat template would render every call twice.
-    content = strip_tool_calls(generation.text) if parsed_here and calls else generation.text
+    if parsed_here and calls:
+        content = strip_tool_calls(visible)
+    else:
+        content = visible if reasoning else generation.text
     message: dict[str, Any] = {"role": "assistant", "content": content}
-    if generation.reasoning:
-        message["reasoning_content"] = generation.reasoning
+    thought = "\n".join(part for part in (generation.reasoning, reasoning) if part)
+    if thought:
+        message["reasoning_content"] = thought
     if calls:
         message["tool_calls"] = [call.to_message() for call in calls]
     return message
@@ -169,7 +190,15 @@ async def run_episode(
     pending: list[ToolCall] = []
     session_id = ""
 
-    async with connect() as tools:
+    session = connect()
+    try:
+        tools = await session.__aenter__()
+    except EnvironmentUnavailable as exc:
+        metrics.wall_seconds = time.perf_counter() - started
+        return EpisodeResult(
+            messages, Stop.ENVIRONMENT_FAULT, None, metrics, "", str(exc), getattr(session, "session_id", "")
+        )
+    try:
         session_id = tools.session_id
         with anyio.move_on_after(limits.episode_timeout_s) as deadline:
             await policy.start(messages, tools.openai_tools())
@@ -188,14 +217,16 @@ async def run_episode(
                         metrics.model_seconds += time.perf_counter() - t0
                     metrics.turns += 1
                     final_text = generation.text
+                    # What a thought drafts is never acted on: calls and answers come from the rest.
+                    reasoning, visible = split_reasoning(generation.text)
                     parsed_here = generation.tool_calls is None
                     pending = (
-                        parse_tool_calls(generation.text, f"call_{metrics.turns}_")
+                        parse_tool_calls(visible, f"call_{metrics.turns}_")
                         if parsed_here
                         else generation.tool_calls
                     )
-                    messages.append(_assistant_message(generation, pending, parsed_here))
-                    answer = final_answer(generation.text)
+                    messages.append(_assistant_message(generation, reasoning, visible, pending, parsed_here))
+                    answer = final_answer(visible)
                     if answer is not None:
                         state, stop = _State.DONE, Stop.ANSWER
                     elif not pending:
@@ -211,8 +242,14 @@ async def run_episode(
                     metrics.tool_turns += 1
                     for call, outcome in zip(pending, outcomes, strict=True):
                         metrics.tool_calls[call.name] += 1
-                        metrics.tool_errors += outcome.is_error
+                        metrics.tool_errors += outcome.is_error and outcome.fault is None
                     tool_messages = [_tool_message(c, o) for c, o in zip(pending, outcomes, strict=True)]
+                    fault = next((o.fault for o in outcomes if o.fault is not None), None)
+                    if fault is not None:
+                        # Kept in the transcript, never shown to the policy: the episode ends here.
+                        messages.extend(tool_messages)
+                        state, stop, error = _State.DONE, Stop.ENVIRONMENT_FAULT, fault
+                        continue
                     room = await policy.observe(tool_messages)
                     messages.extend(tool_messages)
                     if room:
@@ -221,6 +258,15 @@ async def run_episode(
                         state, stop = _State.DONE, Stop.RESPONSE_BUDGET
         if deadline.cancelled_caught:
             stop = Stop.DEADLINE
+    except BaseException as exc:
+        try:
+            await session.__aexit__(type(exc), exc, exc.__traceback__)
+        except EnvironmentFault as fault:  # the connection broke under a call and cancelled the episode
+            stop, error = Stop.ENVIRONMENT_FAULT, str(fault)
+        else:
+            raise
+    else:
+        await session.__aexit__(None, None, None)
     metrics.wall_seconds = time.perf_counter() - started
     return EpisodeResult(messages, stop, answer, metrics, final_text, error, session_id)
 

@@ -1,12 +1,21 @@
-"""One MCP session per episode: its own `X-Session-Id`, so its own workspace on the gateway.
+"""One MCP session per episode: its own session id, so its own workspace on the gateway.
 
-The tool catalog is listed once per endpoint (and minute) and shared; every call is checked
+The session travels in the URL (`/sessions/<id>/mcp` on the gateway `gateways` pins the episode to)
+and in `X-Session-Id` (which load balancers that predate the URL form hash on). The tool catalog is listed once per endpoint (and minute) and shared; every call is checked
 against it before it is sent (a wrong call gets a precise message back, not a round trip),
 the session enforces a per-call
 deadline, caps the text a call returns, and is closed whatever happens: the SDK ends its
-transport, and a `DELETE /mcp` with the session header tells the gateway to drop the
-workspace. A busy answer (a JSON-RPC error whose data says `retryAfter` seconds) is retried
-after that long, backing off, for as long as the per-call deadline allows.
+transport, and a `DELETE /sessions/<id>` tells the gateway to drop the workspace. A busy answer
+(a JSON-RPC error whose data says `retryAfter` seconds) is retried after that long, backing off,
+for as long as the per-call deadline allows.
+
+Environment faults are kept apart from the agent's mistakes. Opening a session is retried (the next
+gateway at once, then all of them again after a backoff); what still fails raises
+`EnvironmentUnavailable`. A call that fails because of the environment (the transport broke, the
+gateway stayed busy past the call's deadline, the session's replica is gone) comes back as an
+outcome with `fault` set: the episode ends there as an environment fault, which no trainer turns
+into reward. A call the agent got wrong, a tool's own error and a tool that ran past the per-call
+deadline are results the model reads, as before.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, DiscoverResult, EmbeddedResource, ImageContent, TextContent, Tool
 
 from ..row import MCP_SERVERS, MCP_TOOLS
+from .gateways import Gateway, endpoints, gateways, mark_down, mark_up, ranked
 from .toolcalls import ToolCall
 
 log = logging.getLogger(__name__)
@@ -41,11 +51,31 @@ log = logging.getLogger(__name__)
 DEFAULT_MCP_URL = "http://127.0.0.1:8080/mcp"
 RETRY_AFTER = "retryAfter"
 """Key of a busy error's data in gaia-env's wire contract (gaia_kit.core.contract; the trainer runs without the kit)."""
+SESSION_GONE = -32030
+"""JSON-RPC code of a call whose session's gateway replica is gone (gaia_kit.core.contract.SESSION_GONE:
+the kit's constant, repeated here because the trainer runs without the kit); its workspace is lost."""
+CONNECTION_CLOSED = -32000
+"""The MCP SDK's code for a request whose connection closed before its answer came."""
+INTERNAL_ERROR = -32603
+"""The SDK's stand-in for an HTTP error answer that is no JSON-RPC error (a load balancer's 502, a crash)."""
+_FAULT_CODES = {SESSION_GONE, CONNECTION_CLOSED, INTERNAL_ERROR}
+METHOD_NOT_FOUND = -32601
+"""The SDK's stand-in for a 404 before any session: the endpoint does not exist."""
+_SESSION_TERMINATED = "Session terminated"
+"""The SDK's words for a 404 on a known MCP session: the gateway that held it restarted."""
 MAX_BACKOFF_S = 30.0
 
 
-class EnvironmentUnavailable(RuntimeError):
-    """The MCP endpoint could not be reached or refused to open a session."""
+class EnvironmentFault(RuntimeError):
+    """The environment failed the episode (not the agent): it ends as Stop.ENVIRONMENT_FAULT."""
+
+
+class EnvironmentUnavailable(EnvironmentFault):
+    """The MCP endpoint could not be reached or refused to open a session, after the retries."""
+
+
+class ToolSelectionError(ValueError):
+    """The row names tools the gateway does not serve: a configuration error, never retried."""
 
 
 @dataclass(frozen=True)
@@ -61,10 +91,17 @@ class McpSettings:
     mode: str = "auto"
     """mcp.Client connect mode: "auto" (negotiate once per endpoint, see `_connect_mode`), "legacy",
     or a protocol version to adopt without asking."""
+    open_attempts: int = 4
+    """Rounds over the gateways to open a session before the episode ends as an environment fault."""
+    open_backoff_s: float = 1.0
+    """Wait after the first failed round; doubled after each (with jitter)."""
 
     def __post_init__(self) -> None:
-        if not self.url.startswith(("http://", "https://")):
-            raise ValueError(f"MCP server URL must start with http:// or https://, got {self.url!r}")
+        endpoints(self.url)  # a comma list of gateways, each an http(s) URL
+        if self.open_attempts < 1:
+            raise ValueError(f"open_attempts must be at least 1, got {self.open_attempts}")
+        if self.open_backoff_s < 0:
+            raise ValueError(f"open_backoff_s must not be negative, got {self.open_backoff_s}")
         if self.call_timeout_s <= 0:
             raise ValueError(f"call_timeout_s must be positive, got {self.call_timeout_s}")
         if self.max_output_chars < 100:
@@ -136,6 +173,8 @@ class ToolOutcome:
     text: str
     is_error: bool
     seconds: float
+    fault: str | None = None
+    """Why the environment failed this call (the episode cannot go on); None for any result the model reads."""
 
 
 @cache
@@ -256,18 +295,29 @@ def _describe_parameters(schema: dict[str, Any]) -> str:
 class McpToolSession:
     """Async context manager around one MCP client session; see the module docstring."""
 
-    def __init__(self, settings: McpSettings, session_id: str | None = None, *, end_session: bool = True):
-        """`end_session=False` leaves the workspace to whoever else uses `session_id` (a team's other roles)."""
+    def __init__(
+        self,
+        settings: McpSettings,
+        session_id: str | None = None,
+        *,
+        end_session: bool = True,
+        gateway: Gateway | None = None,
+    ):
+        """`end_session=False` leaves the workspace to whoever else uses `session_id` (a team's other roles);
+        `gateway` pins the session to the gateway that holds that workspace (no other one is tried)."""
         self.settings = settings
         self.session_id = session_id or f"gaia-train-{uuid.uuid4().hex}"
         self.end_session = end_session
+        self.gateway = gateway
         self.tools: dict[str, Tool] = {}
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
         self._client: Client | None = None
         self._stack = AsyncExitStack()
 
-    def _headers(self) -> dict[str, str]:
+    def _headers(self, gateway: Gateway) -> dict[str, str]:
         headers = {"X-Session-Id": self.session_id}
+        if gateway.host:
+            headers["Host"] = gateway.host
         if self.settings.servers:
             headers["MCP-Servers"] = self.settings.servers
         if self.settings.auth_token:
@@ -275,61 +325,128 @@ class McpToolSession:
         return headers
 
     async def __aenter__(self) -> McpToolSession:
+        """Open the session on the episode's gateway: the next one in its order when one fails, every one
+        again after a backoff, `open_attempts` rounds in all; then EnvironmentUnavailable."""
+        pinned = self.gateway
+        failures: list[str] = []
+        for attempt in range(self.settings.open_attempts):
+            if attempt:
+                await anyio.sleep(self.settings.open_backoff_s * 2 ** (attempt - 1) * random.uniform(1, 1.5))
+            candidates = [pinned] if pinned else ranked(await gateways(self.settings.url), self.session_id)
+            for gateway in candidates:
+                try:
+                    await self._open_on(gateway)
+                except EnvironmentUnavailable as exc:
+                    failures.append(str(exc))
+                    if _refused(exc.__cause__):
+                        mark_down(gateway)
+                    continue
+                mark_up(gateway)
+                self.gateway = gateway
+                return self
+        tried = "its gateway" if pinned else f"every gateway of {self.settings.url}"
+        raise EnvironmentUnavailable(
+            f"{failures[-1]} ({len(failures)} attempts over {self.settings.open_attempts} rounds on {tried})"
+        )
+
+    async def _open_on(self, gateway: Gateway) -> None:
+        """The session URL; an endpoint that does not know it (404: not a gaia-env gateway, or one from before
+        the URL form) is then used as it is, keyed by X-Session-Id alone, for the rest of the process."""
+        if gateway.url not in _WITHOUT_SESSION_URLS:
+            url = gateway.session_url(self.session_id)
+            try:
+                await self._open(gateway, url)
+                return
+            except EnvironmentUnavailable as exc:
+                if url == gateway.url or not _not_found(exc.__cause__):
+                    raise
+            log.warning(
+                "%s has no session URLs (%s answered 404): using it with X-Session-Id", gateway.url, url
+            )
+            _WITHOUT_SESSION_URLS.add(gateway.url)
+        await self._open(gateway, gateway.url)
+
+    async def _open(self, gateway: Gateway, url: str) -> None:
         self._stack = AsyncExitStack()
         await self._stack.__aenter__()
         try:
             # The MCP SDK's own client defaults (30 s, 300 s to read a stream), with a shared TLS context.
             http = await self._stack.enter_async_context(
                 httpx2.AsyncClient(
-                    headers=self._headers(), timeout=httpx2.Timeout(30.0, read=300.0), verify=_ssl_context()
+                    headers=self._headers(gateway),
+                    timeout=httpx2.Timeout(30.0, read=300.0),
+                    verify=_ssl_context(),
                 )
             )
             if self.end_session:
                 # Pushed before the client, so it runs after the client has closed.
-                self._stack.push_async_callback(self._delete_session, http)
-            transport = streamable_http_client(self.settings.url, http_client=http)
+                self._stack.push_async_callback(self._delete_session, http, gateway, url)
+            transport = streamable_http_client(url, http_client=http)
             mode, prior = _connect_mode(self.settings)
             self._client = await self._stack.enter_async_context(
                 Client(transport, mode=mode, prior_discover=prior)
             )
             _remember_mode(self.settings, self._client)
-            await self._list_tools()
+            if not await self._list_tools():
+                # Nothing reached the gateway yet (negotiation and catalog were known): knock once, so a
+                # gateway that refuses connections is skipped now, not found dead at the first call.
+                await http.get(gateway.health_url(), timeout=5.0)
         except BaseException as exc:
+            self._client = None
             try:
                 await self._close(exc)
             except BaseException as closing:
                 if closing is not exc:
                     raise
-            if isinstance(exc, EnvironmentUnavailable) or not isinstance(exc, Exception):
+            if isinstance(exc, EnvironmentUnavailable | ToolSelectionError) or not isinstance(exc, Exception):
                 raise
             causes = _leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc]
             reason = "; ".join(f"{type(c).__name__}: {c}" for c in causes)
             raise EnvironmentUnavailable(
-                f"could not open an MCP session at {self.settings.url} "
+                f"could not open an MCP session at {gateway.url} "
                 f"(servers: {self.settings.servers or 'all'}): {reason}. "
                 "Is the gateway running (gaia-env serve) and MCP_SERVER_URL right?"
-            ) from exc
-        return self
+            ) from (causes[0] if len(causes) == 1 else exc)
 
     async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         self._client = None
-        await self._close(exc)
+        if exc is not None:
+            await self._close(exc)
+            return
+        try:
+            await self._close(None)
+        except Exception as closing:  # a transport that broke (a fault the episode already ended on)
+            causes = _leaves(closing) if isinstance(closing, BaseExceptionGroup) else [closing]
+            log.warning(
+                "closing session %s: %s",
+                self.session_id,
+                "; ".join(f"{type(c).__name__}: {c}" for c in causes),
+            )
 
     async def _close(self, exc: BaseException | None) -> None:
         try:
             await self._stack.__aexit__(type(exc) if exc else None, exc, exc.__traceback__ if exc else None)
         except BaseExceptionGroup as group:
             # The SDK's task groups wrap an error raised in the episode; hand back the error itself.
-            if exc is not None and _leaves(group) == [exc]:
+            leaves = _leaves(group)
+            if exc is not None and leaves == [exc]:
                 raise exc from None
+            # A connection that broke under a call fails the SDK's transport task group, which cancels
+            # the episode: that is the environment's doing.
+            if all(isinstance(leaf, _TRANSPORT_ERRORS) for leaf in leaves):
+                if self.gateway is not None and any(_refused(leaf) for leaf in leaves):
+                    mark_down(self.gateway)
+                reason = "; ".join(f"{type(leaf).__name__}: {leaf}" for leaf in leaves[:3])
+                raise EnvironmentFault(f"the transport to the gateway broke: {reason}") from group
             raise
 
-    async def _list_tools(self) -> None:
+    async def _list_tools(self) -> bool:
+        """The catalog (shared for a minute); whether it was listed from the gateway just now."""
         key = (self.settings.url, self.settings.servers)
         cached = _CATALOG.get(key)
         if cached is not None and time.monotonic() - cached[0] < CATALOG_TTL_S:
             self.tools = self._selected(cached[1])
-            return
+            return False
         assert self._client is not None
         tools: dict[str, Tool] = {}
         cursor = None
@@ -345,6 +462,7 @@ class McpToolSession:
             )
         _CATALOG[key] = (time.monotonic(), tools)
         self.tools = self._selected(tools)
+        return True
 
     def _selected(self, tools: dict[str, Tool]) -> dict[str, Tool]:
         wanted = self.settings.tools
@@ -352,27 +470,24 @@ class McpToolSession:
             return tools
         missing = sorted(set(wanted) - set(tools))
         if missing:
-            raise EnvironmentUnavailable(
+            raise ToolSelectionError(
                 f"the row asks for tools {', '.join(missing)}, which {self.settings.url} does not serve for "
                 f"servers {self.settings.servers or 'all'}; it serves: {', '.join(sorted(tools))}"
             )
         return {name: tools[name] for name in wanted}
 
-    async def _delete_session(self, http: Any) -> None:
+    async def _delete_session(self, http: Any, gateway: Gateway, url: str) -> None:
         """Tell the gateway the episode is over, so it drops the workspace now, not at its idle TTL."""
+        # DELETE /sessions/<id>; the X-Session-Id header's DELETE on an endpoint used without the URL form.
+        target = (gateway.session_resource(self.session_id) if url != gateway.url else None) or gateway.url
         # Shielded: a cancelled episode (deadline, Ctrl-C) must still release its workspace.
         with anyio.CancelScope(shield=True), anyio.move_on_after(10):
             try:
-                response = await http.delete(self.settings.url, timeout=5.0)
+                response = await http.delete(target, timeout=5.0)
                 if response.status_code >= 500:
-                    log.warning(
-                        "DELETE %s for session %s answered %s",
-                        self.settings.url,
-                        self.session_id,
-                        response.status_code,
-                    )
+                    log.warning("DELETE %s answered %s", target, response.status_code)
             except Exception as exc:  # never turn cleanup into a failed episode
-                log.warning("DELETE %s for session %s failed: %s", self.settings.url, self.session_id, exc)
+                log.warning("DELETE %s failed: %s", target, exc)
 
     def openai_tools(self) -> list[dict[str, Any]]:
         return [openai_tool_schema(tool) for tool in self.tools.values()]
@@ -403,7 +518,7 @@ class McpToolSession:
 
     async def _call_until_served(self, call: ToolCall, deadline: float) -> CallToolResult:
         """Send the call; after a busy answer wait as told (longer each time, with jitter) and send it
-        again, unless the wait would pass the deadline: then the busy answer is the outcome."""
+        again, unless the wait would pass the deadline: then the gateway stayed busy too long (_BusyTooLong)."""
         assert self._client is not None
         attempt = 0
         while True:
@@ -415,12 +530,12 @@ class McpToolSession:
                     raise
                 wait = min(MAX_BACKOFF_S, told * 1.5**attempt) * random.uniform(1, 1.25)
                 if anyio.current_time() + wait >= deadline:
-                    raise
+                    raise _BusyTooLong(str(exc)) from exc
             attempt += 1
             await anyio.sleep(wait)
 
     async def call(self, call: ToolCall) -> ToolOutcome:
-        """Run one call; every failure comes back as an error outcome the model can read."""
+        """Run one call: a result the model reads, or an outcome whose `fault` ends the episode."""
         started = time.perf_counter()
         problem = self.check(call)
         if problem is not None:
@@ -428,28 +543,65 @@ class McpToolSession:
         if self._client is None:
             raise RuntimeError("McpToolSession.call used outside its async with block")
         timeout = self.settings.call_timeout_s
+        fault = None
         try:
             with anyio.fail_after(timeout):
                 result = await self._call_until_served(call, anyio.current_time() + timeout)
         except TimeoutError:
+            # The tool ran past the deadline: often the call's own doing (a huge download), so the model is told.
             text, is_error = (
                 f"Error: {call.name} did not finish within {timeout:g} s and was cancelled.",
                 True,
             )
+        except _BusyTooLong as exc:
+            fault = f"the gateway stayed busy past the call's {timeout:g} s deadline ({exc})"
         except MCPError as exc:
-            text, is_error = f"Error: {call.name} was refused: {exc}", True
-        except Exception as exc:  # transport failures: the episode goes on and the model is told
-            log.warning("tool call %s in session %s failed: %r", call.name, self.session_id, exc)
-            text, is_error = (
-                f"Error: the tool gateway failed during {call.name}: {type(exc).__name__}: {exc}",
-                True,
-            )
+            if exc.error.code in _FAULT_CODES or exc.error.message == _SESSION_TERMINATED:
+                fault = f"the gateway failed during {call.name}: {exc} (code {exc.error.code})"
+            else:
+                text, is_error = f"Error: {call.name} was refused: {exc}", True
+        except Exception as exc:
+            if _refused(exc) and self.gateway is not None:
+                mark_down(self.gateway)
+            fault = f"the transport to the gateway failed during {call.name}: {type(exc).__name__}: {exc}"
         else:
             text, is_error = _render_content(result), bool(result.is_error)
             if not text.strip():
                 text = f"({call.name} returned no output)"
+        if fault is not None:
+            log.warning("environment fault in session %s: %s", self.session_id, fault)
+            return ToolOutcome(f"Error: {fault}", True, time.perf_counter() - started, fault=fault)
         return ToolOutcome(
             cap_text(neutralize_tags(text), self.settings.max_output_chars),
             is_error,
             time.perf_counter() - started,
         )
+
+
+_TRANSPORT_ERRORS = (httpx2.TransportError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError)
+
+_WITHOUT_SESSION_URLS: set[str] = set()
+"""Endpoints that answered 404 to their session URL: used as they are by the episodes that follow."""
+
+
+def _not_found(exc: BaseException | None) -> bool:
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_not_found(leaf) for leaf in _leaves(exc))
+    return isinstance(exc, MCPError) and exc.error.code == METHOD_NOT_FOUND
+
+
+class _BusyTooLong(Exception):
+    """The gateway answered busy until waiting again would pass the call's deadline."""
+
+
+def _refused(exc: BaseException | None) -> bool:
+    """Whether `exc` (or an error inside it) is a connection the gateway refused or never accepted."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:  # along the cause chain, which may loop
+        seen.add(id(exc))
+        if isinstance(exc, BaseExceptionGroup):
+            return any(_refused(leaf) for leaf in _leaves(exc))
+        if isinstance(exc, httpx2.ConnectError | ConnectionRefusedError):
+            return True
+        exc = exc.__cause__
+    return False

@@ -2,8 +2,11 @@
 
 Episodes run with bounded concurrency; a row whose `agent_name` names a team is played by the team.
 Each finished episode is appended to `trajectories.jsonl` at once, so an interrupted run resumes
-where it stopped (finished task ids are skipped). Episodes that could not run (endpoint or gateway
-down) go to `errors.jsonl` and are tried again on the next run. The summary (pass@1 overall, by
+where it stopped (finished task ids are skipped). Episodes that could not run or finish for reasons
+not the agent's own (the model endpoint failed, or the environment did: gateway unreachable, transport
+failure, busy past a call's deadline, the session's replica gone) go to `errors.jsonl`, each with its
+`kind` (`model_error`, `environment_fault`), are reported apart in the table (never as failed tasks)
+and are tried again on the next run. The summary (pass@1 overall, by
 level, by data source and by agent, turns, tool calls, delegations, tool error rate, time split) is
 printed, saved as summary.json and drawn in summary.png.
 """
@@ -24,7 +27,7 @@ from tqdm import tqdm
 
 from ..data.gaia import HIDDEN_ANSWER
 from ..episode.loop import EpisodeLimits, Stop
-from ..episode.session import EnvironmentUnavailable, McpSettings
+from ..episode.session import McpSettings
 from ..play import play, teams_of_rows
 from ..reward import ANSWER_KEY, routed_reward_func
 from ..row import AGENT_NAME
@@ -154,12 +157,10 @@ async def run_episodes(
         record: dict[str, Any] | None = None
         failure: dict[str, Any] | None = None
         async with gate:
-            try:
-                record = await _run_one(row, endpoint, mcp, limits, teams)
-            except EnvironmentUnavailable as exc:
-                failure = {"task_id": _task_id(row), "error": str(exc)}
-            if record is not None and record["stop"] == Stop.MODEL_ERROR:
-                failure, record = {"task_id": record["task_id"], "error": record["error"]}, None
+            record = await _run_one(row, endpoint, mcp, limits, teams)
+            if record["stop"] in (Stop.MODEL_ERROR, Stop.ENVIRONMENT_FAULT):
+                failure = {"task_id": record["task_id"], "kind": record["stop"], "error": record["error"]}
+                record = None
         async with write_lock:
             if failure is not None:
                 failed.append(failure)
@@ -202,7 +203,7 @@ async def run_eval(
     out_dir = Path(out_dir)
     wanted = {_task_id(r) for r in rows}
     records = [r for r in _read_jsonl(out_dir / TRAJECTORIES) if r["task_id"] in wanted]
-    report.summary = summarize(records)
+    report.summary = summarize(records, report.failed)
     (out_dir / "summary.json").write_text(json.dumps(report.summary, indent=2) + "\n", encoding="utf-8")
     draw_chart(report.summary, out_dir / "summary.png")
     _write_submission(records, out_dir)
@@ -213,7 +214,8 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else math.nan
 
 
-def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize(records: list[dict[str, Any]], failed: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """pass@1 and the rest over finished episodes; `failed` (this run's errors) is only counted, by kind."""
     scored = [r for r in records if r["reward"] is not None]
     by_level: dict[int, list[float]] = defaultdict(list)
     by_source: dict[str, list[float]] = defaultdict(list)
@@ -248,6 +250,8 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         "mean_tool_seconds": _mean([r["metrics"]["tool_seconds"] for r in records]),
         "model_time_share": model_s / (model_s + tool_s) if model_s + tool_s > 0 else math.nan,
         "stops": dict(Counter(r["stop"] for r in records).most_common()),
+        "environment_faults": sum(f.get("kind") == Stop.ENVIRONMENT_FAULT for f in failed),
+        "model_errors": sum(f.get("kind") == Stop.MODEL_ERROR for f in failed),
     }
 
 
@@ -262,6 +266,9 @@ def format_table(summary: dict[str, Any]) -> str:
         ("episodes", summary["episodes"]),
         ("scored", summary["scored"]),
         ("pass@1", summary["pass_at_1"]),
+        # Not the agent's doing: not scored, not in pass@1, tried again on the next run.
+        ("environment faults (not scored, rerun)", summary.get("environment_faults", 0)),
+        ("model endpoint errors (not scored, rerun)", summary.get("model_errors", 0)),
     ]
     for level, value in summary["pass_at_1_by_level"].items():
         lines.append((f"pass@1 level {level} (n={summary['episodes_by_level'][level]})", value))

@@ -12,9 +12,12 @@ sampled: each role's sampled turns conditioned on exactly what precedes them. Th
 trainer that takes one sequence per row (VeRL 0.9.1's agent loop, TRL's rollout_func) train every
 role token-faithfully.
 
-The session is ended once, by the coordinator's MCP session when the whole episode is over; the
-roles' sessions use the 2026-07-28 protocol, which the gateway keys by `X-Session-Id` (an
-initialize handshake would give each role its own MCP session, and so its own workspace).
+The session is ended once, by the coordinator's MCP session when the whole episode is over. Every
+role's session uses the episode's session URL on the coordinator's gateway (pinned: with several
+gateways a role never lands on another one, whose workspace would be empty), with the 2026-07-28
+protocol (an initialize handshake would also open an MCP session per role; the URL keeps them in one
+workspace either way). A role's sub-episode that the environment ended ends the team's episode the
+same way.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 
 from mcp_types.version import LATEST_MODERN_VERSION
 
+from ..episode.gateways import Gateway
 from ..episode.loop import EpisodeLimits, EpisodeMetrics, EpisodeResult, Policy, Stop, run_episode
 from ..episode.session import McpSettings, McpToolSession, ToolOutcome, cap_text, neutralize_tags
 from ..episode.tokens import NoRoom
@@ -150,6 +154,8 @@ class _TeamRun:
         self.mcp = mcp
         self.limits = limits
         self.session_id = f"gaia-train-team-{uuid.uuid4().hex}"
+        self.gateway: Gateway | None = None
+        """The gateway the coordinator's session opened on: every role's session is pinned to it."""
         self.delegations: list[RoleEpisode] = []
         self.active: list[str] = [team.coordinator]
         self.episodes = 1
@@ -210,6 +216,9 @@ class _TeamRun:
         self.delegations.append(
             RoleEpisode(role.name, call.id, by.number, number, role.servers_header, result)
         )
+        if result.environment_fault:
+            fault = f"the {role.name}'s episode was ended by the environment: {result.error}"
+            return ToolOutcome(f"Error: {fault}", True, time.perf_counter() - started, fault=fault)
         text, is_error = answer_of(role.name, result)
         return ToolOutcome(
             cap_text(neutralize_tags(text), self.mcp.max_output_chars),
@@ -227,6 +236,7 @@ class RoleTools:
         self.number = number
         # The coordinator's session is opened first and closed last: it ends the shared session.
         self.session = McpToolSession(run.settings(role), run.session_id, end_session=owner)
+        self.owner = owner
         self._delegating = False
 
     @property
@@ -234,7 +244,11 @@ class RoleTools:
         return self.session.session_id
 
     async def __aenter__(self) -> RoleTools:
+        if not self.owner:
+            self.session.gateway = self.run.gateway
         await self.session.__aenter__()
+        if self.owner:
+            self.run.gateway = self.session.gateway
         if self.role.delegates_to and DELEGATE in self.session.tools:
             await self.session.__aexit__(None, None, None)
             raise ValueError(

@@ -5,7 +5,9 @@ times by its sampler) and expects one completion back per prompt. Each completio
 episode of `run_episode` in its own MCP session, through a `TokenTape`: the prompt ids, the
 response ids (sampled turns and tool responses, in order), their log-probs, and the tape's mask
 as TRL's `env_mask`, so the loss counts only the tokens the model sampled. The episode's own
-final answer travels to the reward as the `gaia_answer` column.
+final answer travels to the reward as the `gaia_answer` column. An episode the environment ended
+(`Stop.ENVIRONMENT_FAULT`) is excluded from the loss: its whole `env_mask` is 0 (a masked end-of-turn
+token when it never started), and `gaia_env_fault` says so per sample.
 
 Generation runs on the trainer's own model (a plain sampling loop with the KV cache, one
 episode at a time in a worker thread) while the episodes' tool calls run concurrently. This is
@@ -145,11 +147,15 @@ class GaiaRollout:
         episodes = anyio.run(self._run_all, prompts, model, self._calls)
         self._calls += 1
         self.episodes.extend(episodes)
+        for episode in episodes:
+            if episode.result.environment_fault:
+                _exclude(episode.tape, episode.result.messages)
         return {
             "prompt_ids": [e.tape.prompt_ids for e in episodes],
             "completion_ids": [e.tape.response_ids for e in episodes],
             "logprobs": [e.tape.response_logprobs or [0.0] * len(e.tape.response_ids) for e in episodes],
             "env_mask": [e.tape.response_mask for e in episodes],
+            "gaia_env_fault": [int(e.result.environment_fault) for e in episodes],
             # Per-completion columns for the reward function (and TRL's completion logs).
             "gaia_answer": [e.result.answer for e in episodes],
             "gaia_solution": [_sampled_text(e.tape) for e in episodes],
@@ -206,6 +212,16 @@ class GaiaRollout:
         # One generation at a time: the model is shared, and a tiny model gains nothing from threads.
         with self._lock:
             return sample(model, ids, max_tokens, self.tokenizer.eos_token_id, self.temperature, generator)
+
+
+def _exclude(tape: TokenTape, messages: list[dict[str, Any]]) -> None:
+    """An episode the environment ended carries no loss: every token masked, at least one token."""
+    if not tape.prompt_ids:  # no session was opened: the row's prompt without tool schemas
+        tape.prompt_ids = tape._encode(tape._render(messages, []))
+    if not tape.response_ids:
+        tape.response_ids = [tape.tokenizer.eos_token_id]
+        tape.response_logprobs = [0.0]
+    tape.response_mask = [0] * len(tape.response_ids)
 
 
 def _sampled_text(tape: TokenTape) -> str:

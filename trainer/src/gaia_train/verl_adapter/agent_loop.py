@@ -3,8 +3,9 @@
 VeRL builds one instance per trajectory (hydra.utils.instantiate from agent.yaml) and awaits
 `run(sampling_params, **row)`. Settings, first match wins: agent.yaml keys, then environment
 variables (MCP_SERVER_URL, MCP_SERVERS, MCP_AUTH_TOKEN, GAIA_TOOL_TIMEOUT_S,
-GAIA_EPISODE_TIMEOUT_S, GAIA_TURN_TOKENS, GAIA_TOOL_TOKENS_PER_TURN), then the rollout config
-(multi_turn.max_assistant_turns, max_parallel_calls, max_tool_response_length) and defaults.
+GAIA_EPISODE_TIMEOUT_S, GAIA_TURN_TOKENS, GAIA_TOOL_TOKENS_PER_TURN, GAIA_REASONING_TOKENS), then the
+rollout config (multi_turn.max_assistant_turns, max_parallel_calls, max_tool_response_length) and
+defaults (`episode.budget`).
 
 With `team` (a team file or the name of a shipped one, see `gaia_train.teams.team`) the loop plays that team
 instead: every role on the one token tape, so the trajectory VeRL trains on holds every role's
@@ -14,6 +15,14 @@ named as the rows' `agent_name`.
 The episode's own final answer goes to the reward as `extra_fields["gaia_answer"]` (VeRL's naive
 reward manager merges extra_fields into the reward function's extra_info), so what is scored is what
 the agent answered, not an `<answer>` tag that a tool's output or its reasoning happened to hold.
+
+An episode the environment ended (`Stop.ENVIRONMENT_FAULT`: no session could be opened, the transport
+failed, the gateway stayed busy past a call's deadline, the session's replica is gone) is returned,
+never raised (an exception in `run()` fails the trajectory's whole GRPO group), with
+`extra_fields["gaia_env_fault"] = 1` (0 for every other episode) and an all-zero response mask: VeRL's
+losses skip a fully masked sequence, so it carries no gradient. Its reward still counts in its group's
+mean and standard deviation (verl 0.9.1's GRPO estimator groups every sample of a prompt, masked or
+not); docs/trainer.md says what that does to the other samples' advantages.
 """
 
 from __future__ import annotations
@@ -25,9 +34,10 @@ from typing import Any
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
 
+from ..episode.budget import DEFAULT_REASONING_TOKENS
 from ..episode.loop import EpisodeLimits, EpisodeResult
 from ..episode.session import McpSettings
-from ..episode.tokens import TokenPolicy, TokenTape
+from ..episode.tokens import TokenPolicy, TokenTape, off_loop
 from ..play import play
 from ..reward import ANSWER_KEY
 from ..teams.delegation import TeamResult
@@ -37,6 +47,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MAX_TURNS = 32
 SMALL_TOOL_OUTPUT = 1024
+ENV_FAULT_KEY = "gaia_env_fault"
+"""extra_fields key: 1 when the environment ended the episode (no gradient, counted apart), else 0."""
 
 
 def _env_float(name: str) -> float | None:
@@ -74,6 +86,7 @@ class GaiaAgentLoop(AgentLoopBase):
         episode_timeout_s: float | None = None,
         turn_tokens: int | None = None,
         tool_tokens_per_turn: int | None = None,
+        reasoning_tokens: int | None = None,
         team: str | None = None,
         **kwargs: Any,
     ):
@@ -97,6 +110,11 @@ class GaiaAgentLoop(AgentLoopBase):
         )
         self.turn_tokens = turn_tokens or env_tokens("GAIA_TURN_TOKENS")
         self.tool_tokens = tool_tokens_per_turn or env_tokens("GAIA_TOOL_TOKENS_PER_TURN")
+        self.reasoning_tokens = (
+            reasoning_tokens or env_tokens("GAIA_REASONING_TOKENS") or DEFAULT_REASONING_TOKENS
+        )
+        # Every trajectory of a batch carries log-probs or none does: VeRL concatenates them.
+        self.log_probs = bool(self.rollout_config.get("calculate_log_probs", False))
         self.mcp = McpSettings.from_env(
             url=mcp_server_url,
             servers=mcp_servers,
@@ -135,11 +153,20 @@ class GaiaAgentLoop(AgentLoopBase):
             return list(output.token_ids), output.log_probs
 
         def new_policy() -> TokenPolicy:
-            return TokenPolicy(tape, generate_ids, turn_tokens=self.turn_tokens, tool_tokens=self.tool_tokens)
+            return TokenPolicy(
+                tape,
+                generate_ids,
+                turn_tokens=self.turn_tokens,
+                tool_tokens=self.tool_tokens,
+                reasoning_tokens=self.reasoning_tokens,
+            )
 
         result, team = await play(
             messages, new_policy, self.mcp, self.limits, self.team, kwargs.get("extra_info")
         )
+        if result.environment_fault and not tape.prompt_ids:
+            # No session, so no tool schemas: the row's prompt alone (the sequence is masked out anyway).
+            await off_loop(_prompt_without_tools, tape, messages)
         return self._output(tape, result, server_fields, team)
 
     def _output(
@@ -151,6 +178,14 @@ class GaiaAgentLoop(AgentLoopBase):
     ) -> AgentLoopOutput:
         metrics = result.metrics
         handoffs = len(team.delegations) if team else 0
+        response_ids, response_mask, logprobs = tape.response_ids, tape.response_mask, tape.response_logprobs
+        if result.environment_fault:
+            if not response_ids:  # VeRL wants at least one response token: a masked end-of-turn
+                response_ids = [self.tokenizer.eos_token_id or self.tokenizer.pad_token_id or 0]
+                logprobs = []
+            response_mask = [0] * len(response_ids)
+            if self.log_probs and not logprobs:
+                logprobs = [0.0] * len(response_ids)
         extra_fields = {
             **server_fields,
             "turn_scores": [],
@@ -164,14 +199,22 @@ class GaiaAgentLoop(AgentLoopBase):
             # Every row has the same keys (VeRL concatenates the workers' batches), teams or not.
             "gaia_team": team.team if team else "",
             "gaia_delegations": handoffs,
+            ENV_FAULT_KEY: int(result.environment_fault),
         }
+        if result.environment_fault:
+            log.warning("episode ended by the environment (no gradient): %s", result.error)
         return AgentLoopOutput(
             prompt_ids=tape.prompt_ids,
-            response_ids=tape.response_ids,
-            response_mask=tape.response_mask,
-            response_logprobs=tape.response_logprobs or None,
+            response_ids=response_ids,
+            response_mask=response_mask,
+            response_logprobs=logprobs or None,
             # the user turn, every assistant turn, every turn of tool responses, every hand-off
             num_turns=1 + metrics.turns + metrics.tool_turns + handoffs,
             metrics={"generate_sequences": metrics.model_seconds, "tool_calls": metrics.tool_seconds},
             extra_fields=extra_fields,
         )
+
+
+def _prompt_without_tools(tape: TokenTape, messages: list[dict[str, Any]]) -> None:
+    ids = tape._encode(tape._render(messages, []))
+    tape.prompt_ids = ids[-tape.max_prompt_length :] if tape.max_prompt_length else ids

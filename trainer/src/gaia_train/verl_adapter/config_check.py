@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..episode.budget import Budget
+from ..episode.budget import DEFAULT_REASONING_TOKENS, Budget
 
 # `+key=value` may add keys only under these: VeRL passes them through as free-form mappings.
 FREE_FORM_PREFIXES = (
@@ -472,6 +472,7 @@ def _budget(
         max_turns=max([max_turns] + [team.max_turns(max_turns) for team in teams.values()]),
         turn_tokens=env_tokens("GAIA_TURN_TOKENS"),
         tool_tokens=env_tokens("GAIA_TOOL_TOKENS_PER_TURN"),
+        reasoning_tokens=env_tokens("GAIA_REASONING_TOKENS") or DEFAULT_REASONING_TOKENS,
         longest_prompt=None if tokenizer is None else _longest_prompt(config, tokenizer, prompts),
         tool_output_tokens=None if tokenizer is None else _tool_output_tokens(config, tokenizer, tools, rows),
         delegations=max([0] + [team.max_delegations for team in teams.values()]),
