@@ -49,10 +49,7 @@ async def test_json_output(fake_web, call, kit_env):
     )
     report = json.loads(answer)
     assert report["success"] and report["content_type"] == "application/pdf"
-    assert (
-        report["saved_to"] == str(kit_env.workspace / "a.pdf")
-        and report["server_content_type"] == "application/pdf"
-    )
+    assert report["saved_to"] == "a.pdf" and report["server_content_type"] == "application/pdf"
 
 
 async def test_text_output_has_no_markdown(fake_web, call):
