@@ -14,6 +14,7 @@ import importlib.util
 import json
 import os
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ from typing import Any
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 ROOT = Path(__file__).resolve().parents[1]
 PATH_ARGUMENTS = (
@@ -34,11 +35,14 @@ MISSING = "missing/nothing.csv"
 
 
 def load_tool_cost() -> Any:
-    sys.path.insert(0, str(ROOT / "benchmarks"))  # tool_cost imports its neighbours
     spec = importlib.util.spec_from_file_location("tool_cost_bench", ROOT / "benchmarks" / "tool_cost.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look themselves up there
-    spec.loader.exec_module(module)
+    sys.path.append(str(ROOT / "benchmarks"))  # for its neighbours (attachments, loadgen) only
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
     return module
 
 
@@ -50,7 +54,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         (ctx.workspace / "link-out").symlink_to("/etc")
         (ctx.workspace / "link-file").symlink_to("/etc/hostname")
         for case in bench.CASES:
+            started = time.monotonic()
             meter.call(case.server, case.tool, case.args(ctx, 0))
+            print(f"{time.monotonic() - started:6.1f} s  {case.tool}", file=sys.stderr, flush=True)
         bench.run_playwright(meter, ctx, 1)
         refusals = []
         for case in bench.CASES:
@@ -98,11 +104,18 @@ def test_no_answer_names_a_host_path(served: Served) -> None:
 
 
 def test_paths_out_of_the_workspace_are_refused(served: Served) -> None:
-    """Each refusal above is a tool error (one sentence the model can act on), never a success."""
+    """Each path out of the workspace is refused with the guard's sentence: a tool error, or, for
+    read_multiple_files (which answers each file on its own line), that file's line."""
     assert len(served.refusals) > 200
     accepted = [
         f"{tool} {bad}: {json.dumps(reply)[:200]}"
         for tool, bad, reply in served.refusals
-        if bad in OUTSIDE and not reply.get("result", {}).get("isError")
+        if bad in OUTSIDE and not refused(reply)
     ]
     assert not accepted, "\n".join(accepted)
+
+
+def refused(reply: dict[str, Any]) -> bool:
+    result = reply.get("result", {})
+    text = " ".join(block.get("text", "") for block in result.get("content", []))
+    return bool(result.get("isError")) or "Access denied" in text
