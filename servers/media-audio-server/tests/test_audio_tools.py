@@ -75,7 +75,9 @@ async def test_metadata_and_trim_of_a_generated_clip(call, kit_env):
     ffmpeg(
         "-f", "lavfi", "-i", "sine=frequency=440:duration=5", "-ac", "2", "-metadata", "title=Tone", str(clip)
     )
-    meta = ok(await call("extract_audio_metadata", file_path="tone.ogg"))
+    facts = await call("extract_audio_metadata", file_path="tone.ogg")
+    assert facts.structured_content["format"]["filename"] == "tone.ogg"  # ffprobe's, as the agent names it
+    meta = ok(facts)
     assert "Vorbis" in meta and "2 channel(s)" in meta and "title: Tone" in meta
     assert re.search(r"\(5\.0\d\d s\)", meta)
     out = ok(await call("trim_audio", file_path="tone.ogg", start_time=1, duration=2))
