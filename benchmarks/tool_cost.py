@@ -17,6 +17,7 @@ model's or a website's own work is not the environment's.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import logging
@@ -28,7 +29,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,18 +52,18 @@ class Context:
     book: Path
 
     def copy_book(self, name: str) -> str:
-        target = self.workspace / name
-        shutil.copyfile(self.book, target)
-        return str(target)
+        shutil.copyfile(self.book, self.workspace / name)
+        return name
 
     def fresh(self, name: str, i: int) -> str:
         """A copy of a dataset file under a new name for each call: servers cache reports per file and
-        session, and a rollout reads its attachment once, so a repeated read would measure the cache."""
+        session, and a rollout reads its attachment once, so a repeated read would measure the cache.
+        Named relative to the workspace, as an agent names its files (it never learns the host's path)."""
         source = self.book.parent / name
         target = self.workspace / "fresh" / f"{i}-{name}"
         target.parent.mkdir(exist_ok=True)
         shutil.copyfile(source, target)
-        return str(target)
+        return f"fresh/{i}-{name}"
 
 
 @dataclass
@@ -104,10 +105,6 @@ def model_reply(body: dict[str, Any]) -> str:
 
 
 # -- the cases ------------------------------------------------------------------------------------
-
-
-def ws(ctx: Context, name: str) -> str:
-    return str(ctx.workspace / name)
 
 
 def excel(tool: str, **fixed: Any) -> Case:
@@ -176,7 +173,7 @@ CASES: list[Case] = [
     excel("apply_formula", sheet_name="Data", cell="G2", formula="=SUM(C2:C100)"),
     excel("validate_formula_syntax", sheet_name="Data", cell="G2", formula="=SUM(C2:C100)"),
     excel("write_data_to_excel", sheet_name="Data", data=[[1, 2], [3, 4]], start_cell="H1"),
-    Case("excel", "create_workbook", lambda c, i: {"filepath": ws(c, f"new-{i}.xlsx")}),
+    Case("excel", "create_workbook", lambda c, i: {"filepath": f"new-{i}.xlsx"}),
     excel("create_worksheet", sheet_name="Extra"),
     excel("copy_worksheet", source_sheet="Data", target_sheet="Copy"),
     excel("delete_worksheet", sheet_name="Spare"),
@@ -423,6 +420,8 @@ class Meter:
         self.pids = {sid: info["replicas"][0]["pid"] for sid, info in status.items()}
         self.samples: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
         self.failures: dict[tuple[str, str], str] = {}
+        self.answers: list[tuple[str, str, dict[str, Any]]] = []
+        """Each call's server, tool and whole JSON-RPC reply (tests/test_host_paths.py reads them)."""
 
     def call(self, server: str, tool: str, arguments: dict[str, Any]) -> str:
         server_cpu, gateway_cpu = TreeCpu(self.pids[server]), TreeCpu(self.gateway.proc.pid, whole_tree=False)
@@ -431,6 +430,7 @@ class Meter:
         started = time.perf_counter()
         reply = self.http.post(self.gateway.url, json=_call(tool, arguments)).json()
         wall = time.perf_counter() - started
+        self.answers.append((server, tool, reply))
         self.samples.setdefault((server, tool), []).append((server_cpu.stop(), gateway_cpu.stop(), wall))
         text = ""
         if "error" in reply:
@@ -485,22 +485,14 @@ def report(meter: Meter) -> list[dict[str, Any]]:
     return rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--reps", type=int, default=5, help="the fewest calls per tool (cheap tools get more)"
-    )
-    parser.add_argument("--only", default="", help="comma-separated server ids (default: all)")
-    parser.add_argument("--json", type=Path, help="also write the rows here")
-    args = parser.parse_args()
-    only = {s for s in args.only.split(",") if s}
-
+@contextlib.contextmanager
+def serving(tmp: Path, only: set[str] = frozenset()) -> Iterator[tuple[Meter, Context]]:
+    """`gaia-env serve` with every server (or `only` these) and the fakes; a meter on one session."""
     from gaia_kit_testing.fake_openai import FakeOpenAI
     from gaia_kit_testing.fake_search import FakePage, FakeSearch
     from gaia_kit_testing.fake_web import FakeWeb
     from gaia_kit_testing.loopback import LoopbackServer
 
-    tmp = Path(tempfile.mkdtemp(prefix="gaia-cost-"))
     book = make_attachments(tmp / "dataset") / "sales.xlsx"
     fakes = [
         web := FakeWeb(),
@@ -533,16 +525,39 @@ def main() -> None:
         "WAYBACK_CDX_URL": wayback.url("/cdx/search/cdx"),
         "WAYBACK_SNAPSHOT_URL": wayback.url("/web"),
     }
-    servers = ",".join(sorted(only)) if only else ""
-    gateway = start_gateway(
-        tmp, tmp / "dataset", "--replicas", "1", *(["--servers", servers] if servers else []), env=env
-    )
+    servers = ",".join(sorted({*only, FIRST_CALL[0]})) if only else ""
     try:
-        meter = Meter(gateway, "cost")
-        reply = meter.http.post(gateway.url, json=_call("list_allowed_directories", {})).json()
-        workspace = Path(reply["result"]["content"][0]["text"].splitlines()[1])  # the session's own
-        ctx = Context(workspace, web.url(""), site.url(""), book)
-        (workspace / "fs").mkdir(parents=True, exist_ok=True)
+        gateway = start_gateway(
+            tmp, tmp / "dataset", "--replicas", "1", *(["--servers", servers] if servers else []), env=env
+        )
+        try:
+            meter = Meter(gateway, "cost")
+            meter.call(*FIRST_CALL)
+            # The session's workspace, the only one: answers never name it, so the file system does.
+            (workspace,) = (p for p in gateway.workspace_root.iterdir() if not p.name.startswith("."))
+            (workspace / "fs").mkdir(parents=True, exist_ok=True)
+            yield meter, Context(workspace, web.url(""), site.url(""), book)
+        finally:
+            gateway.stop()
+    finally:
+        for fake in fakes:
+            fake.stop() if hasattr(fake, "stop") else fake.__exit__(None, None, None)
+
+
+FIRST_CALL = ("filesystem-server", "list_allowed_directories", {})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--reps", type=int, default=5, help="the fewest calls per tool (cheap tools get more)"
+    )
+    parser.add_argument("--only", default="", help="comma-separated server ids (default: all)")
+    parser.add_argument("--json", type=Path, help="also write the rows here")
+    args = parser.parse_args()
+    only = {s for s in args.only.split(",") if s}
+
+    with serving(Path(tempfile.mkdtemp(prefix="gaia-cost-")), only) as (meter, ctx):
         chosen = [c for c in CASES if not only or c.server in only]
         # One untimed call per server first: imports and caches warm, Chromium launched, as in a running gateway.
         for sid in dict.fromkeys(c.server for c in chosen):
@@ -555,10 +570,6 @@ def main() -> None:
         run_cases(meter, ctx, chosen, args.reps)
         if not only or "ms-playwright" in only:
             run_playwright(meter, ctx, args.reps)
-    finally:
-        gateway.stop()
-        for fake in fakes:
-            fake.stop() if hasattr(fake, "stop") else fake.__exit__(None, None, None)
     rows = report(meter)
     print(f"{'server':27} {'tool':30} {'server ms':>9} {'gw ms':>6} {'wall p50':>9} {'calls/core/s':>12}")
     for row in rows:

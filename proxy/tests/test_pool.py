@@ -166,3 +166,14 @@ async def test_queue_depth_adds_a_replica_and_quiet_retires_it(start_pool, kit_e
     await until(pool, lambda: len(pool.active) == 1 and pool.replicas[1].state == "stopped")
     assert pool.describe()["restarts"] == 0
     assert (await whoami(pool, "s", workspace))[1] == pool.replicas[0].process.pid
+
+
+def test_server_errors_reach_agents_without_host_folders() -> None:
+    last_words = (
+        "failed to start: /srv/gaia/servers/x/.venv/bin/python does not exist: run `make sync` in /srv/gaia; "
+        'File "/srv/gaia/servers/x/server.py", line 3; see http://127.0.0.1:8/a/b'
+    )
+    assert pool_module._for_agents(last_words) == (
+        'failed to start: python does not exist: run `make sync` in gaia; File "server.py", line 3; '
+        "see http://127.0.0.1:8/a/b"
+    )

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -42,6 +43,8 @@ SCALE_EVERY_S = 2.0
 SCALE_UP_AFTER_TICKS = 2
 """Calls waiting at this many scaling ticks in a row add a replica."""
 SCALE_DOWN_AFTER_S = 60.0
+HOST_PATH = re.compile(r"(?<![\w:/.~-])/(?:[^\s/'\"`]+/)+(?=[^\s/'\"`]*)")
+"""An absolute path's folders (not a URL's): a server's last words name the host's layout."""
 """A replica beyond the minimum is retired after this long without calls waiting."""
 
 
@@ -459,14 +462,16 @@ class ServerPool:
         if before is None or before == (replica.index, replica.generation):
             return None
         gone = self.replicas[before[0]]
-        why = f" ({gone.last_error})" if gone.last_error else ""
+        why = f" ({_for_agents(gone.last_error)})" if gone.last_error else ""
         return (
             f"[gaia-env] Server {self.spec.id} was restarted since this session's last call{why}: "
             f"the {self.spec.state} this session had there was lost and starts afresh."
         )
 
     def _died_during_call(self, exc: ServerGone, session: str | None) -> str:
-        message = f"Server {self.spec.id} stopped during the call ({exc}); it is being restarted"
+        message = (
+            f"Server {self.spec.id} stopped during the call ({_for_agents(str(exc))}); it is being restarted"
+        )
         if session is not None and self.spec.stateful:
             self._affinity.pop(session, None)  # told now: the next call starts afresh without a second note
             return (
@@ -475,7 +480,10 @@ class ServerPool:
         return f"{message}; retry shortly."
 
     def _unavailable_reason(self) -> str:
-        return f"Server {self.spec.id} is unavailable: it keeps crashing ({self.last_error}). Check `gaia-env doctor`."
+        return (
+            f"Server {self.spec.id} is unavailable: it keeps crashing ({_for_agents(self.last_error or '')}). "
+            "Check `gaia-env doctor`."
+        )
 
     def end_session(self, session: str) -> None:
         """Tell the one replica that holds the session's state (if any) to release it."""
@@ -501,3 +509,9 @@ def _reason(exc: BaseException, process: ServerProcess) -> str:
     if isinstance(exc, OSError):
         return f"could not run {process.argv[0]}: {exc.strerror or exc}"
     return str(exc) or process.last_words()
+
+
+def _for_agents(detail: str) -> str:
+    """A server's error as agents may read it: paths by their last name, never the host's folders
+    (operators see the whole line in the log and on /ready)."""
+    return HOST_PATH.sub("", detail)

@@ -87,8 +87,8 @@ async def test_markdown_has_everything_in_order(call, env):
     assert "[^1]: Source: the 2023 field survey." in out
     assert "- Reviewer: Check this number." in out
     images = out.split("## Images saved to the workspace", 1)[1].split()
-    saved = Path(images[1])
-    assert saved.parent == env.workspace / "docx_images" / "report" and saved.read_bytes() == png_bytes()
+    saved = Path(images[1])  # workspace-relative, never the host's path
+    assert saved.parent == Path("docx_images/report") and (env.workspace / saved).read_bytes() == png_bytes()
     assert f"![image]({saved})" in body
 
 

@@ -30,7 +30,7 @@ async def test_listings_and_searches_are_data_too(call, env):
     assert "size: 5" in ok(info)
 
     roots = await call("list_allowed_directories")
-    assert roots.structured_content["directories"][0] == {"path": str(env.workspace), "writable": True}
+    assert roots.structured_content["directories"][0] == {"path": ".", "writable": True}
 
 
 async def test_failures_carry_no_data(call):

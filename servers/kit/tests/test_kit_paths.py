@@ -110,6 +110,7 @@ def test_dataset_is_readable_under_both_names_and_never_writable(roots) -> None:
     assert guard.resolve(str(dataset / "q.txt")) == dataset / "q.txt"
     assert guard.resolve("/workspace/gaia_dataset/q.txt") == dataset / "q.txt"
     assert guard.display(dataset / "q.txt") == "/workspace/gaia_dataset/q.txt"
+    assert guard.display(dataset) == "/workspace/gaia_dataset"
     assert "read-only" in refused(guard, "/workspace/gaia_dataset/q.txt", write=True)
     assert "read-only" in refused(guard, str(dataset / "new.txt"), write=True)
 
@@ -129,3 +130,33 @@ def test_atomic_write_failure_keeps_the_old_file(tmp_path: Path) -> None:
         atomic_write(target, 12345)  # type: ignore[arg-type]  # fails mid-write, after the temp file exists
     assert target.read_text() == "original"
     assert [p.name for p in tmp_path.iterdir()] == ["f.txt"]
+
+
+def test_paths_are_shown_as_the_agent_names_them(roots) -> None:
+    workspace, dataset, guard = roots
+    assert guard.display(workspace / "sub" / "a.csv") == "sub/a.csv"
+    assert guard.display(workspace) == "."
+    assert guard.display(Path("/etc/passwd")) == "passwd"  # nothing outside the roots is named in full
+    assert str(workspace) not in guard.describe_roots() and str(dataset) not in guard.describe_roots()
+    assert "/workspace/gaia_dataset" in guard.describe_roots()
+
+
+def test_refusals_name_no_host_path(roots) -> None:
+    workspace, dataset, guard = roots
+    (workspace / "out").symlink_to("/etc")
+    for raw in ("/etc/passwd", "../../x", "out/passwd", str(dataset / "new.txt")):
+        message = refused(guard, raw, write=True)
+        assert str(workspace) not in message and str(workspace.parent) not in message, message
+
+
+def test_conceal_rewrites_host_paths_in_free_text(roots) -> None:
+    workspace, dataset, guard = roots
+    text = f"""File "{workspace}/s.py", line 3
+cd {workspace} && ls {workspace}/
+'{workspace}/my file.txt' {dataset}/q.txt {workspace}2/other {dataset}x"""
+    assert (
+        guard.conceal(text)
+        == f"""File "s.py", line 3
+cd . && ls ./
+'my file.txt' /workspace/gaia_dataset/q.txt {workspace}2/other {dataset}x"""
+    )

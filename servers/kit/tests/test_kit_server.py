@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 from gaia_kit import KitServer, ToolFailure, page, session_of
+from gaia_kit.core.results import with_data
 from gaia_kit.core.settings import get_settings
 from mcp import Client
 from mcp.server.mcpserver import Context
+from mcp_types import CallToolResult
 
 
 @pytest.fixture
@@ -51,7 +53,41 @@ async def test_session_comes_from_meta(roots: Path) -> None:
             "where", {"path": "x.txt"}, meta={"gaia-env/session-id": "abc", "gaia-env/workspace": str(ws)}
         )
     assert not result.is_error
-    assert result.content[0].text == f"abc|{ws.resolve() / 'x.txt'}"
+    assert result.content[0].text == "abc|x.txt"  # the resolved path, as the agent names it
+
+
+@pytest.mark.anyio
+async def test_no_answer_carries_the_hosts_paths(roots: Path, tmp_path: Path) -> None:
+    """Whatever a tool puts in its answer (text, structuredContent, an exception's file name), the
+    session's workspace and the dataset reach the agent as the agent names them."""
+    server = KitServer("kit-leaky")
+    ws, dataset = (roots / "s-abc").resolve(), tmp_path / "data"
+
+    @server.tool(output=dict)
+    def leaky(ctx: Context) -> CallToolResult:
+        return with_data(
+            f"cwd {ws}\nsaved {ws}/out/a.csv", {"path": f"{ws}/a.csv", "all": [f"{dataset}/q.pdf"]}
+        )
+
+    @server.tool()
+    def crashes(ctx: Context) -> str:
+        open(ws / "missing.txt")
+
+    @server.tool()
+    def refuses(ctx: Context) -> str:
+        raise ToolFailure(f"{ws}/notes.txt is locked; {dataset}/q.pdf is read-only.")
+
+    meta = {"gaia-env/session-id": "abc", "gaia-env/workspace": str(ws)}
+    async with Client(server) as client:
+        leaked = await client.call_tool("leaky", {}, meta=meta)
+        crashed = await client.call_tool("crashes", {}, meta=meta)
+        refused = await client.call_tool("refuses", {}, meta=meta)
+    assert leaked.content[0].text == "cwd .\nsaved out/a.csv"
+    assert leaked.structured_content == {"path": "a.csv", "all": ["/workspace/gaia_dataset/q.pdf"]}
+    assert crashed.is_error and "no such file or directory: missing.txt" in crashed.content[0].text
+    assert refused.content[0].text.endswith(
+        ": notes.txt is locked; /workspace/gaia_dataset/q.pdf is read-only."
+    )
 
 
 @pytest.mark.anyio

@@ -124,6 +124,7 @@ async def test_file_upload_through_the_chooser(browse, site, kit_env):
     )
     uploaded = ok(await browse("browser_file_upload", paths=[str(kit_env.workspace / "notes.txt")]))
     assert "chosen notes.txt:5" in uploaded and "[File chooser]" not in uploaded
+    assert "Uploaded notes.txt\n" in uploaded  # as the agent names it, never the host's path
 
 
 async def test_alert_confirm_and_prompt_dialogs(browse, site):
@@ -231,7 +232,7 @@ async def test_resize_changes_the_viewport(browse, site):
 async def test_screenshot_is_an_image_and_a_file(browse, site, kit_env):
     ok(await browse("browser_navigate", url=site.url("/colour")))
     result = await browse("browser_take_screenshot", filename="shots/red.png")
-    assert not result.is_error
+    assert not result.is_error and "saved it to shots/red.png." in result.content[0].text
     saved = kit_env.workspace / "shots" / "red.png"
     image = next(block for block in result.content if block.type == "image")
     assert image.mime_type == "image/png" and base64.b64decode(image.data) == saved.read_bytes()
@@ -248,7 +249,7 @@ async def test_download_lands_in_the_workspace(browse, site, kit_env):
     page = ok(await browse("browser_navigate", url=site.url("/download")))
     clicked = ok(await browse("browser_click", element="report", ref=ref_of(page, "Get the report")))
     target = kit_env.workspace / "downloads" / "report.csv"
-    assert f"to {target}" in clicked
+    assert "to downloads/report.csv" in clicked  # workspace-relative, never the host's path
     assert target.read_text() == "a,b\n1,2\n"
 
 

@@ -72,7 +72,7 @@ async def test_download_saves_the_pdf_and_returns_its_text(arxiv, call, kit_env,
     monkeypatch.setenv("ARXIV_TEXT_PAGES", "2")
     shown = ok(await call("download_paper", paper_id="2301.07041v2"))
     saved = kit_env.workspace / "arxiv" / "2301.07041v2.pdf"
-    assert f"Saved to: {saved}" in shown
+    assert "Saved to: arxiv/2301.07041v2.pdf (" in shown  # workspace-relative, never the host's path
     with pymupdf.open(saved) as document:
         assert document.page_count == 3
     assert "Verifiable page 1 of 3" in shown and "Verifiable page 2 of 3" in shown

@@ -29,7 +29,8 @@ async def test_refusals_name_the_rule(call):
 
 async def test_runs_in_the_workspace_with_json_output(call, env_ws):
     data = json.loads(ok(await call("execute_command", command="echo hi > a.txt; pwd", output_format="json")))
-    assert data["stdout"].strip() == str(env_ws) and (env_ws / "a.txt").read_text() == "hi\n"
+    # The workspace is the working directory; answers show it as `.`, never the host's path.
+    assert data["stdout"].strip() == "." and (env_ws / "a.txt").read_text() == "hi\n"
     assert data["exit_code"] == 0 and not data["timed_out"]
 
 

@@ -220,7 +220,7 @@ def _finish(temporary: Path, target: Path, response: HttpResponse, overwrite: bo
         place(temporary, target, replace=overwrite)
     except FileExistsError:
         raise ToolFailure(
-            f"{target} appeared while downloading; pass overwrite=true, or choose another output_file_path."
+            f"{target.name} appeared while downloading; pass overwrite=true, or choose another output_file_path."
         ) from None
     return {
         "final_url": response.url,

@@ -69,9 +69,11 @@ class LocalBackend:
         return folder
 
     async def upload(self, session: Session, source: Path) -> str:
-        target = self._dir(session) / source.name
+        folder = self._dir(session)
+        target = folder / source.name
         await run_blocking(copy_into, source, target)  # within the session's disk quota
-        return str(target)
+        shown = session.paths.display
+        return f"{shown(target)} (code runs in {shown(folder)}: open it as {source.name})"
 
     async def run(self, session: Session, code: str, language: str) -> RunOutput:
         folder = self._dir(session)
@@ -91,7 +93,9 @@ class LocalBackend:
             detail = lines[-1] if lines and outcome.exit_code == 1 else outcome.status()
             output.error = detail
         after = _snapshot(folder)
-        output.files = [str(folder / name) for name, stamp in after.items() if before.get(name) != stamp]
+        output.files = [
+            session.paths.display(folder / name) for name, stamp in after.items() if before.get(name) != stamp
+        ]
         return output
 
     async def release(self, session_id: str) -> None:

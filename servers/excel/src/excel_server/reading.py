@@ -346,7 +346,8 @@ def _validation(element: Any) -> dict[str, Any]:
     return rule
 
 
-def metadata(path: Path, raw: str, include_ranges: bool) -> str:
+def metadata(path: Path, raw: str, include_ranges: bool, shown: str) -> str:
+    """`shown`: how the agent names `path` (a converted copy of `raw` in the workspace, or `raw` itself)."""
     book = files.open_for_read(path, raw)
     try:
         sheets = []
@@ -367,5 +368,5 @@ def metadata(path: Path, raw: str, include_ranges: bool) -> str:
     if names:
         result["defined_names"] = names
     if path.name != Path(raw).name:
-        result["converted_copy"] = str(path)
+        result["converted_copy"] = shown
     return json.dumps(result, ensure_ascii=False, indent=1)

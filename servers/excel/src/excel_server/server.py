@@ -185,8 +185,9 @@ def get_workbook_metadata(
     ] = False,
 ) -> CallToolResult:
     """Get metadata about workbook including sheets, ranges, etc."""
-    path = files.readable(session_of(ctx).paths, filepath)
-    text = reading.metadata(path, filepath, include_ranges)
+    guard = session_of(ctx).paths
+    path = files.readable(guard, filepath)
+    text = reading.metadata(path, filepath, include_ranges, guard.display(path))
     return with_data(text, json.loads(text))
 
 

@@ -435,9 +435,10 @@ def list_allowed_directories(ctx: Context) -> CallToolResult:
     allowed directories are also accessible. Use this to understand which directories and their nested
     paths are available before trying to access files."""
     guard = session_of(ctx).paths
-    lines = ["Allowed directories:", str(guard.workspace)]
-    notes = [f"{guard.workspace}: the session workspace (read-write); relative paths resolve here."]
-    roots = [Root(path=str(guard.workspace), writable=True)]
+    workspace = guard.display(guard.workspace)
+    lines = ["Allowed directories:", workspace]
+    notes = [f"{workspace}: the session workspace (read-write); relative paths resolve here."]
+    roots = [Root(path=workspace, writable=True)]
     if guard.dataset is not None and guard.dataset.is_dir():
         shown = guard.display(guard.dataset)
         lines.append(shown)

@@ -128,7 +128,7 @@ async def generate_python_code(
     if target is not None:
         target.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(target, code + "\n")
-        saved = f"\n\nSaved to {target}."
+        saved = f"\n\nSaved to {session.paths.display(target)}."
     repaired = f" (repaired {attempt - 1} time(s))" if attempt > 1 else ""
     output = f"\n\n## Output{repaired}\n\n{report}" if execute else ""
     return f"```python\n{code}\n```{output}{saved}"

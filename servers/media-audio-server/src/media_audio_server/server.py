@@ -85,7 +85,7 @@ async def extract_audio_metadata(
         info = await run_blocking(media.probe, audio)
     facts = AudioFacts(
         file=audio.shown, size_bytes=audio.size_bytes, duration_s=media.duration_s(info),
-        format=info.get("format", {}), streams=info.get("streams", []),
+        format={**info.get("format", {}), "filename": audio.shown}, streams=info.get("streams", []),
     )  # fmt: skip
     return with_data(page(report.metadata(audio, info)), facts)
 

@@ -217,7 +217,7 @@ class BrowserSession:
             with staged(target) as copy:
                 await download.save_as(copy)
                 await asyncio.to_thread(place, copy, target, replace=False)
-            self.downloads.append(f"Downloaded {download.url[:200]} to {target}")
+            self.downloads.append(f"Downloaded {download.url[:200]} to {self.paths.display(target)}")
         except QuotaExceeded as exc:
             await download.delete()
             self.downloads.append(f"Download of {download.url[:200]} discarded: {exc}")

@@ -84,7 +84,7 @@ async def browser_take_screenshot(
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(target, shot)
     what = element or ("the full page" if fullPage else "the viewport")
-    note = f"Took a screenshot of {what} of {tab.page.url}; saved it to {target}."
+    note = f"Took a screenshot of {what} of {tab.page.url}; saved it to {session.paths.display(target)}."
     if len(shot) > get_settings().max_media_bytes:
         return [TextContent(type="text", text=f"{note} It is too large to show inline; read the file.")]
     data = base64.b64encode(shot).decode("ascii")

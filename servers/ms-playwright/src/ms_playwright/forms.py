@@ -138,4 +138,4 @@ async def browser_file_upload(
     files = [session.paths.existing_file(p) for p in paths]
     await tab.chooser.set_files(files)
     tab.chooser = None
-    return "Uploaded " + ", ".join(str(f) for f in files)
+    return "Uploaded " + ", ".join(session.paths.display(f) for f in files)

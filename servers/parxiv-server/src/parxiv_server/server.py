@@ -156,7 +156,9 @@ async def download_paper(
     await run_blocking(_save, target, pdf)
     found: dict[str, Any] = {"paper": paper.as_dict(), "saved_to": paths.display(target), "bytes": len(pdf)}
     if extract_text:
-        found.update(await run_blocking(_pdf_text, target, _setting("ARXIV_TEXT_PAGES", 30)))
+        found.update(
+            await run_blocking(_pdf_text, target, found["saved_to"], _setting("ARXIV_TEXT_PAGES", 30))
+        )
     return page(formatted(found, output_format, _download_md), start_index, max_length)
 
 
@@ -250,12 +252,12 @@ def _save(target: Path, pdf: bytes) -> None:
     atomic_write(target, pdf)
 
 
-def _pdf_text(path: Path, max_pages: int) -> dict[str, Any]:
+def _pdf_text(path: Path, shown: str, max_pages: int) -> dict[str, Any]:
     try:
-        extracted = pdf_to_text(path, max_pages, name=f"The PDF saved at {path}")
+        extracted = pdf_to_text(path, max_pages, name=f"The PDF saved at {shown}")
     except ToolFailure:
         raise ToolFailure(
-            f"The PDF saved at {path} cannot be read; open the abstract with get_paper_details."
+            f"The PDF saved at {shown} cannot be read; open the abstract with get_paper_details."
         ) from None
     shown = min(extracted.pages, max_pages)
     pages = extracted.pages

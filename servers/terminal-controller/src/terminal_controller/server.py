@@ -42,14 +42,16 @@ def _cwd(session: Session) -> Path:
 
 
 def _resolve(session: Session, path: str, *, write: bool = False) -> Path:
-    """Relative paths start at the session's cwd; the guard decides."""
-    return session.paths.resolve(os.path.join(_cwd(session), path), write=write)
+    """Relative paths start at the session's cwd, named as the agent sees it (so a refusal shows no
+    host path); the guard decides."""
+    cwd = session.paths.display(_cwd(session))
+    return session.paths.resolve(path if cwd == "." else os.path.join(cwd, path), write=write)
 
 
-def _lines(path: Path) -> list[str]:
-    regular_file(path, str(path))
+def _lines(path: Path, shown: str) -> list[str]:
+    regular_file(path, shown)
     if path.stat().st_size > get_settings().max_read_bytes:
-        raise ToolFailure(f"{path} is larger than GAIA_MAX_READ_BYTES; use execute_command with head/sed.")
+        raise ToolFailure(f"{shown} is larger than GAIA_MAX_READ_BYTES; use execute_command with head/sed.")
     return path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
 
 
@@ -70,9 +72,9 @@ def _replace_in_rows(lines: list[str], chosen: list[int], old: str, new: str) ->
     return hits
 
 
-def _save(target: Path, lines: list[str], message: str) -> str:
+def _save(target: Path, lines: list[str], message: str, shown: str) -> str:
     atomic_write(target, "".join(lines))
-    return f"{message} of {target}"
+    return f"{message} of {shown}"
 
 
 @server.tool(
@@ -117,7 +119,8 @@ def get_current_directory(ctx: Context) -> str:
     Returns:
         Path of current working directory
     """
-    return str(_cwd(session_of(ctx)))
+    session = session_of(ctx)
+    return session.paths.display(_cwd(session))
 
 
 @server.tool(
@@ -139,7 +142,7 @@ def change_directory(path: str, ctx: Context) -> str:
     if not target.is_dir():
         raise ToolFailure(f"{path} is not a directory; list_directory shows what exists.")
     cwds[session.id] = target
-    return f"Switched to directory: {target}"
+    return f"Switched to directory: {session.paths.display(target)}"
 
 
 @server.tool(annotations=hints("List directory", read_only=True, open_world=False))
@@ -158,7 +161,7 @@ def list_directory(ctx: Context, path: str | None = None) -> str:
         raise ToolFailure(f"{path} is not a directory.")
     entries = sorted(target.iterdir(), key=lambda p: (not p.is_dir(), p.name))
     if not entries:
-        return f"{target} is empty."
+        return f"{session.paths.display(target)} is empty."
     lines = [f"Contents of {session.paths.display(target)}:"]
     for entry in entries[:1000]:
         lines.append(
@@ -191,7 +194,7 @@ def write_file(path: str, content: str, ctx: Context, mode: str = "overwrite") -
     target.parent.mkdir(parents=True, exist_ok=True)
     old = target.read_text(encoding="utf-8", errors="replace") if mode == "append" and target.exists() else ""
     atomic_write(target, old + content)
-    return f"{'Appended' if old else 'Wrote'} {len(content)} characters to {target}"
+    return f"{'Appended' if old else 'Wrote'} {len(content)} characters to {path}"
 
 
 @server.tool(annotations=hints("Read file", read_only=True, open_world=False))
@@ -209,7 +212,7 @@ def read_file(
     Returns:
         File content or selected lines, optionally parsed as JSON
     """
-    lines = _lines(_resolve(session_of(ctx), path))
+    lines = _lines(_resolve(session_of(ctx), path), path)
     start = start_row or 0
     end = len(lines) - 1 if end_row is None else end_row
     if start < 0 or (lines and start >= len(lines)) or end < start:
@@ -250,14 +253,14 @@ def insert_file_content(
         Operation result information
     """
     target = _resolve(session_of(ctx), path, write=True)
-    lines = _lines(target) if target.exists() else []
+    lines = _lines(target, path) if target.exists() else []
     chosen = _rows(row, rows, len(lines), allow_end=True) or [len(lines)]
     piece = content if content.endswith("\n") else content + "\n"
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
     for index in reversed(chosen):
         lines.insert(index, piece)
-    return _save(target, lines, f"Inserted content at row(s) {chosen}")
+    return _save(target, lines, f"Inserted content at row(s) {chosen}", path)
 
 
 @server.tool(
@@ -289,7 +292,7 @@ def delete_file_content(
             "use write_file with content='' and mode='overwrite'."
         )
     target = _resolve(session_of(ctx), path, write=True)
-    lines = _lines(target)
+    lines = _lines(target, path)
     chosen = _rows(row, rows, len(lines)) or list(range(len(lines)))
     if substring:
         hits = _replace_in_rows(lines, chosen, substring, "")
@@ -297,7 +300,7 @@ def delete_file_content(
     else:
         lines = [line for i, line in enumerate(lines) if i not in set(chosen)]
         message = f"Deleted row(s) {chosen}"
-    return _save(target, lines, message)
+    return _save(target, lines, message, path)
 
 
 @server.tool(
@@ -326,7 +329,7 @@ def update_file_content(
         Operation result information
     """
     target = _resolve(session_of(ctx), path, write=True)
-    lines = _lines(target)
+    lines = _lines(target, path)
     chosen = _rows(row, rows, len(lines))
     if not chosen and not substring:
         raise ToolFailure("Pass row or rows to replace, or substring to replace within every row.")
@@ -341,7 +344,7 @@ def update_file_content(
             ending = "\n" if lines[i].endswith("\n") else ""
             lines[i] = content.rstrip("\n") + ending
         message = f"Updated row(s) {chosen}"
-    return _save(target, lines, message)
+    return _save(target, lines, message, path)
 
 
 def main() -> None:

@@ -3,12 +3,19 @@
 Allowed roots are the session workspace (read-write) and the dataset (read-only).
 A path is checked twice: lexically, after joining and normalising, and again
 after resolving symlinks, so neither `..` chains nor links can leave the roots.
+
+The host's own paths never go back to the agent: `display` shows a resolved path as the agent
+names it (workspace files relative to the workspace, dataset files under the dataset's alias),
+and `conceal` rewrites any host path of the roots inside free text (a library's error, a
+command's output) the same way.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
+from functools import cached_property
 from pathlib import Path
 
 from gaia_kit.core.errors import ToolFailure
@@ -29,11 +36,9 @@ class PathGuard:
         return [self.workspace] + ([self.dataset] if self.dataset is not None else [])
 
     def describe_roots(self) -> str:
-        text = f"the workspace {self.workspace}"
+        text = "the session workspace, where relative paths resolve"
         if self.dataset is not None:
-            text += f" and the read-only dataset {self.dataset}"
-            if self.dataset_alias:
-                text += f" (also reachable as {self.dataset_alias})"
+            text += f" and the read-only dataset at {self.display(self.dataset)}"
         return text
 
     def resolve(self, raw: str, *, write: bool = False) -> Path:
@@ -55,11 +60,44 @@ class PathGuard:
         return regular_file(self.resolve(raw, write=write), raw)
 
     def display(self, path: Path) -> str:
-        """The path as agents should see it: dataset files under the alias they were told."""
-        if self.dataset is not None and self.dataset_alias and path.is_relative_to(self.dataset):
+        """The path as agents name it, never the host's: workspace files relative to the workspace
+        (the workspace itself is `.`), dataset files under the alias agents are told. Anything else
+        (no tool should show it) by its name alone."""
+        path = Path(path)
+        if path.is_relative_to(self.workspace):
+            return path.relative_to(self.workspace).as_posix()
+        if self.dataset is not None and path.is_relative_to(self.dataset):
+            if not self.dataset_alias:
+                return str(path)  # without an alias the host path is the agent's only name for it
             rel = path.relative_to(self.dataset)
             return self.dataset_alias if rel == Path(".") else f"{self.dataset_alias}/{rel.as_posix()}"
-        return str(path)
+        return path.name
+
+    def conceal(self, text: str) -> str:
+        """`text` with every host path of the roots rewritten as `display` shows it."""
+        return self._host_paths.sub(self._shown, text) if text else text
+
+    @cached_property
+    def _root_forms(self) -> list[tuple[str, Path]]:
+        """Each way a root may be written on the host (as given, resolved), longest first."""
+        roots = [self.workspace] + ([self.dataset] if self.dataset is not None and self.dataset_alias else [])
+        forms = {(form, root) for root in roots for form in (str(root), os.path.abspath(root))}
+        return sorted(forms, key=lambda pair: len(pair[0]), reverse=True)
+
+    @cached_property
+    def _host_paths(self) -> re.Pattern[str]:
+        alternatives = "|".join(re.escape(form) for form, _ in self._root_forms)
+        # A root matches only whole (`/data2` is not `/data`), with the rest of the path up to a separator.
+        return re.compile(rf"(?:{alternatives})(?:/[^\s'\"`<>|:;,()\[\]{{}}]*)?(?![\w.-])")
+
+    def _shown(self, match: re.Match[str]) -> str:
+        found = match.group(0)
+        for form, root in self._root_forms:
+            if found == form or found.startswith(form + "/"):
+                rest = found[len(form) :].strip("/")
+                shown = self.display(root / rest if rest else root)
+                return shown + "/" if found.endswith("/") else shown
+        return found
 
     def _lexical(self, raw: str) -> Path:
         if not isinstance(raw, str) or not raw.strip():

@@ -12,10 +12,10 @@ the same facts as data, and the tool's `outputSchema` (from `output=`) says thei
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from mcp_types import CallToolResult, TextContent
+from mcp_types import CallToolResult, EmbeddedResource, TextContent, TextResourceContents
 from pydantic import BaseModel
 
 
@@ -29,3 +29,28 @@ def json_result(data: Mapping[str, Any], *, indent: int = 2, ensure_ascii: bool 
     """A tool whose text answer is JSON: that JSON for the model, the same object as structuredContent."""
     text = json.dumps(data, indent=indent, ensure_ascii=ensure_ascii)
     return with_data(text, json.loads(text))
+
+
+def rewritten(result: Any, rewrite: Callable[[str], str]) -> Any:
+    """`result` (a CallToolResult; anything else passes) with `rewrite` applied to every text in it:
+    text blocks, embedded text resources and the strings of structuredContent."""
+    if not isinstance(result, CallToolResult):
+        return result
+    for block in result.content:
+        if isinstance(block, TextContent):
+            block.text = rewrite(block.text)
+        elif isinstance(block, EmbeddedResource) and isinstance(block.resource, TextResourceContents):
+            block.resource.text = rewrite(block.resource.text)
+    if result.structured_content is not None:
+        result.structured_content = _each_string(result.structured_content, rewrite)
+    return result
+
+
+def _each_string(value: Any, rewrite: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return rewrite(value)
+    if isinstance(value, dict):
+        return {key: _each_string(item, rewrite) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_each_string(item, rewrite) for item in value]
+    return value

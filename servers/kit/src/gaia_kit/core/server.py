@@ -26,7 +26,9 @@ from gaia_kit.core import calls, logs
 from gaia_kit.core.callbacks import SessionEndHandler, call_each
 from gaia_kit.core.contract import SESSION_ENDED, SESSION_ID_KEY
 from gaia_kit.core.errors import describe_exception
+from gaia_kit.core.results import rewritten
 from gaia_kit.core.schemas import strict_input_schema
+from gaia_kit.core.session import session_of
 
 logger = logging.getLogger("gaia_kit")
 
@@ -88,7 +90,10 @@ class KitServer(MCPServer):
         try:
             result = await super().call_tool(name, arguments, context)
             await call.drain()  # progress already reported goes out before the result
-            return result
+            return rewritten(result, _concealer(context))
+        except ToolError as exc:  # its sentence is the answer: no host path in it either
+            exc.args = (_concealer(context)(str(exc)),)
+            raise
         except anyio.get_cancelled_exc_class():
             call.cancelled.set()
             raise
@@ -96,6 +101,15 @@ class KitServer(MCPServer):
             logs.tool.reset(tool_token)
             logs.session.reset(session_token)
             calls.leave(token)
+
+
+def _concealer(context: Context | None) -> Callable[[str], str]:
+    """Rewrites the host's paths of the calling session's roots as the agent names them (the last net
+    under what tools show through `PathGuard.display`)."""
+    try:
+        return session_of(context).paths.conceal
+    except (ToolError, ValueError):  # no usable session: the tool already failed saying so
+        return str
 
 
 def _session_id(context: Any) -> str | None:

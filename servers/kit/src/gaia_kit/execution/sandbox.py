@@ -155,10 +155,12 @@ async def run_sandboxed(
     limits = limits or Limits.from_settings()
     workspace = Path(os.path.realpath(workspace))
     if not workspace.is_dir():
-        raise ToolFailure(f"The workspace {workspace} does not exist.")
+        raise ToolFailure("The session workspace does not exist; start a new session.")
     cwd = Path(os.path.realpath(cwd)) if cwd is not None else workspace
     if not cwd.is_relative_to(workspace) or not cwd.is_dir():
-        raise ToolFailure(f"The working directory {cwd} is not a directory inside the workspace.")
+        raise ToolFailure(
+            "The working directory is no longer a directory inside the workspace; change to another one."
+        )
     network = network or settings.network
     environment = _environment(workspace, env)
     watch = await CommandWatch.begin(workspace)
