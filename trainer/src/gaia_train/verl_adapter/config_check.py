@@ -88,7 +88,7 @@ def compose(overrides: list[str]) -> Any:
     spec = importlib.util.find_spec("verl")
     if spec is None or spec.origin is None:
         raise ConfigError(
-            "verl is not installed: run scripts/trainer-extra.sh, or pip install 'gaia-train[verl]'"
+            "verl is not installed: run scripts/trainer-extra.sh, or pip install -e './trainer[verl]'"
         )
     config_dir = Path(spec.origin).parent / "trainer" / "config"
     GlobalHydra.instance().clear()
@@ -233,7 +233,7 @@ def _import_task_runner(config: Any, reach: Reach) -> None:
     except ImportError as exc:
         raise ConfigError(
             f"verl's default trainer does not import ({exc}): run scripts/trainer-extra.sh, or "
-            "pip install 'gaia-train[verl]'"
+            "pip install -e './trainer[verl]'"
         ) from exc
     if config.trainer.use_v1:
         mode = config.trainer.v1.trainer_mode
@@ -249,7 +249,7 @@ def _import_task_runner(config: Any, reach: Reach) -> None:
     engine = config.actor_rollout_ref.rollout.name
     if importlib.util.find_spec(engine) is None:
         reach.not_reached.append(
-            f"the rollout engine: {engine} is not installed here (GPU only; pip install 'gaia-train[verl]')"
+            f"the rollout engine: {engine} is not installed here (GPU only; pip install -e './trainer[verl]')"
         )
     else:
         reach.done.append(f"found the rollout engine {engine}")
