@@ -33,6 +33,8 @@ def data_dir(tmp_path_factory) -> Path:
     return root / "data"
 
 
+# The tests' tiny model has 2 attention heads: no 4-way sequence parallelism.
+TINY = {"SP_SIZE": "1"}
 # The demo set has 4 train rows: a batch of the recipe's 32 would make no step (see the test that says so).
 SMALL_BATCH = {"TRAIN_BATCH_SIZE": "4", "PPO_MINI_BATCH_SIZE": "4"}
 
@@ -161,7 +163,7 @@ def test_every_value_is_overridable_by_environment(data_dir: Path) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     assert "dry run ok" in result.stdout and "7 steps: trainer.total_training_steps=7" in result.stdout
     assert "batch 4 x n=4" in result.stdout and "reward dense_reward_func" in result.stdout
-    assert "reward_kwargs:\n        tool_bonus: 0.05" in result.stdout  # VeRL reads them here
+    assert re.search(r"reward_kwargs:\n\s+tool_bonus: 0.05", result.stdout)  # VeRL reads them here
     assert "logger:\n  - console\n  - wandb" in result.stdout
     assert "clip_ratio_high: 0.3" in result.stdout and "MCP_SERVERS: filesystem-server" in result.stdout
 
@@ -312,7 +314,7 @@ def test_effective_steps_follow_verls_loop() -> None:
 def test_dry_run_reaches_what_main_ppo_builds_before_gpus(
     data_dir: Path, tiny_model_dir: Path, fake_mcp
 ) -> None:
-    result = dry_run("run.sh", data_dir, MODEL_PATH=str(tiny_model_dir), MCP_SERVER_URL=fake_mcp.url)
+    result = dry_run("run.sh", data_dir, MODEL_PATH=str(tiny_model_dir), MCP_SERVER_URL=fake_mcp.url, **TINY)
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
     for reached in (
@@ -323,6 +325,7 @@ def test_dry_run_reaches_what_main_ppo_builds_before_gpus(
         "reached: called the reward function: 1.0 for the first row's right answer",
         "reached: reward manager naive (NaiveRewardManager) hands the loop's own answer to the reward",
         f"reached: listed 7 tools from {fake_mcp.url}",
+        f"reached: estimated the actor's memory per GPU from {tiny_model_dir / 'config.json'}",
     ):
         assert reached in out
     assert "NOT reached: the rollout engine" in out and "NOT reached: the tokenizer" not in out
@@ -336,7 +339,7 @@ def test_dry_run_reaches_what_main_ppo_builds_before_gpus(
 def test_dry_run_fails_with_the_numbers_when_the_episode_cannot_fit(
     data_dir: Path, tiny_model_dir: Path, fake_mcp
 ) -> None:
-    setting = {"MODEL_PATH": str(tiny_model_dir), "MCP_SERVER_URL": fake_mcp.url}
+    setting = {"MODEL_PATH": str(tiny_model_dir), "MCP_SERVER_URL": fake_mcp.url, **TINY}
     short = dry_run("run.sh", data_dir, PROMPT_LENGTH="1024", **setting)
     assert short.returncode == 1
     assert (
@@ -397,6 +400,7 @@ def test_dry_run_counts_a_teams_hand_offs(tmp_path: Path, tiny_model_dir: Path, 
         "MODEL_PATH": str(tiny_model_dir),
         "MCP_SERVER_URL": fake_mcp.url,
         "AGENT_LOOP_CONFIG": str(agents),
+        **TINY,
     }
     result = dry_run("run.sh", tmp_path / "data", **setting)
     # 20 turns of the lead and 2 delegations of 8: 36 turns, and two hand-offs, in the one response
@@ -416,7 +420,7 @@ def longest_prompt(output: str) -> int:
 def test_dry_run_counts_each_rows_prompt_with_its_own_tools(
     data_dir: Path, tmp_path: Path, tiny_model_dir: Path, fake_mcp
 ) -> None:
-    setting = {"MODEL_PATH": str(tiny_model_dir), "MCP_SERVER_URL": fake_mcp.url}
+    setting = {"MODEL_PATH": str(tiny_model_dir), "MCP_SERVER_URL": fake_mcp.url, **TINY}
     everything = longest_prompt(dry_run("run.sh", data_dir, **setting).stdout)
 
     # Rows that select one tool: their prompts list that one schema, not the seven of MCP_SERVERS.

@@ -164,6 +164,7 @@ STOP_CODES = {
     "turn_length": 4,
     "deadline": 5,
     "model_error": 6,
+    "environment_fault": 7,
 }
 UNKNOWN_STOP = -1
 # The numbers the agent loop reports in extra_info, logged as they are (0 when a loop reports none).
