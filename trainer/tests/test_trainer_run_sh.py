@@ -254,6 +254,10 @@ def test_dry_run_refuses_an_actor_that_would_not_fit(data_dir: Path, dry_run_her
     assert unfused.returncode == 1
     assert "needs about 236.3 GiB per GPU, more than the GPU's 80 GiB" in unfused.stderr
     assert re.search(r"logits/log-softmax/entropy \(131072 x 151936\)\s+185\.5 GiB", unfused.stderr)
+    # sequence parallelism over more GPUs than the trainer has
+    two = dry_run_here("run.sh", data_dir, N_GPUS_PER_NODE="2")
+    assert two.returncode == 1
+    assert "ulysses_sequence_parallel_size=4 does not divide the trainer's 2 GPUs" in two.stderr
     # a micro-batch that cannot hold the longest sequence
     short = dry_run_here("run.sh", data_dir, MAX_TOKEN_LEN_PER_GPU="16384")
     assert short.returncode == 1

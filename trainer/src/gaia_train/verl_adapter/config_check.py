@@ -625,6 +625,11 @@ def _check_memory(config: Any, gpu_memory_gb: float, reach: Reach) -> MemoryEsti
     """The actor's largest micro-batch against the GPU's memory; refused, with the terms, when it does not fit."""
     setup, longest = actor_setup(config)
     actor = config.actor_rollout_ref.actor
+    if setup.gpus % setup.sequence_parallel:
+        raise ConfigError(
+            f"ulysses_sequence_parallel_size={setup.sequence_parallel} does not divide the trainer's {setup.gpus} "
+            "GPUs (trainer.nnodes x trainer.n_gpus_per_node); pick a divisor (SP_SIZE)"
+        )
     if actor.use_dynamic_bsz and setup.tokens_per_gpu * setup.sequence_parallel < longest:
         raise ConfigError(
             f"actor.ppo_max_token_len_per_gpu ({setup.tokens_per_gpu}) x ulysses_sequence_parallel_size "
