@@ -2,7 +2,7 @@
 # Installs the trainer's heavy extra into the workspace venv with pip: torch (CPU), and verl with
 # everything its default trainer path imports (`verl[verl-core]`: TransferQueue for the v1 task
 # runner, ray, the reward and agent loops), at the transformers version verl's own vllm extra tests.
-# That is the import set of `pip install 'gaia-train[verl]'` on a GPU node less the GPU engine
+# That is the import set of `pip install -e './trainer[verl]'` on a GPU node less the GPU engine
 # (vllm) and its CUDA torch. uv is kept out of it on purpose: uv does not see a local CPU torch
 # wheel and would fetch a multi-GB CUDA build. pip finds the pinned torch wherever its own
 # configuration points (a local wheel directory here, PyPI elsewhere).

@@ -5,6 +5,10 @@
 #   MCP_SERVER_URL=http://gateway:8080/mcp bash trainer/scripts/run.sh [extra Hydra overrides]
 #   DRY_RUN=1 bash trainer/scripts/run.sh      # everything main_ppo builds before GPUs; no GPU, no Ray
 #
+# Logs go to the console, and to wandb when WANDB_API_KEY is set. The dry run refuses a train set smaller
+# than a batch, a step count total_epochs would cut, a loopback MCP_SERVER_URL on several nodes, and an
+# actor that would not fit in GPU_MEMORY_GB (its estimate per GPU is printed).
+#
 # Every value is an environment variable with a default; extra arguments are appended as Hydra
 # overrides and win over everything here.
 set -euo pipefail
@@ -52,6 +56,14 @@ MAX_PARALLEL_CALLS=${MAX_PARALLEL_CALLS:-4}
 # Characters of one tool output (the calls of a turn share TOOL_TOKENS_PER_TURN).
 MAX_TOOL_RESPONSE_LENGTH=${MAX_TOOL_RESPONSE_LENGTH:-8192}
 
+# Validation samples as Qwen advises for its thinking models (temperature 0.6, top_p 0.95, top_k 20; greedy
+# decoding makes them repeat themselves), VAL_N answers per task: verl reports mean@N and best@N of each
+# data_source, one per GAIA level (val-core/gaia/level1/acc/mean@4, ...).
+VAL_TEMPERATURE=${VAL_TEMPERATURE:-0.6}
+VAL_TOP_P=${VAL_TOP_P:-0.95}
+VAL_TOP_K=${VAL_TOP_K:-20}
+VAL_N=${VAL_N:-4}
+
 TRAIN_BATCH_SIZE=${TRAIN_BATCH_SIZE:-32}
 PPO_MINI_BATCH_SIZE=${PPO_MINI_BATCH_SIZE:-8}
 ROLLOUT_N=${ROLLOUT_N:-16}
@@ -59,20 +71,45 @@ TEMPERATURE=${TEMPERATURE:-1.0}
 ROLLOUT_TP=${ROLLOUT_TP:-1}
 GPU_MEMORY_UTILIZATION=${GPU_MEMORY_UTILIZATION:-0.6}
 AGENT_WORKERS=${AGENT_WORKERS:-8}
-# Dynamic batching packs sequences by tokens: room for one full prompt+response sequence (at a
-# 131k context, shorter episodes pack together; the longest ones want sequence parallelism, SP_SIZE).
-MAX_TOKEN_LEN_PER_GPU=${MAX_TOKEN_LEN_PER_GPU:-$(( PROMPT_LENGTH + RESPONSE_LENGTH ))}
+# The actor's memory (the dry run estimates it per GPU against GPU_MEMORY_GB and refuses what does not
+# fit). Dynamic batching packs MAX_TOKEN_LEN_PER_GPU tokens per GPU into a micro-batch of
+# MAX_TOKEN_LEN_PER_GPU x SP_SIZE tokens, which must hold the longest prompt+response: Ulysses sequence
+# parallelism over SP_SIZE GPUs splits it. Fused kernels compute log-probs and entropy in 512-token chunks
+# instead of materialising the logits (tokens x 151,936 vocabulary: 40 GB in bf16 at 131k tokens).
+GPU_MEMORY_GB=${GPU_MEMORY_GB:-80}
+SP_SIZE=${SP_SIZE:-4}
+MAX_TOKEN_LEN_PER_GPU=${MAX_TOKEN_LEN_PER_GPU:-$(( (PROMPT_LENGTH + RESPONSE_LENGTH + SP_SIZE - 1) / SP_SIZE ))}
+USE_FUSED_KERNELS=${USE_FUSED_KERNELS:-True}
 PARAM_OFFLOAD=${PARAM_OFFLOAD:-False}
 OPTIMIZER_OFFLOAD=${OPTIMIZER_OFFLOAD:-False}
+# verl's FSDP actor asks for flash_attention_2 unless told otherwise; flash-attn comes with verl's fsdp
+# extra (pip install -e './trainer[verl-fsdp]'). Without it the recipe uses PyTorch's sdpa.
+if [ -z "${ATTN_IMPLEMENTATION:-}" ]; then
+  if "$PYTHON" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("flash_attn") is None)' 2>/dev/null; then
+    ATTN_IMPLEMENTATION=flash_attention_2
+  else
+    ATTN_IMPLEMENTATION=sdpa
+  fi
+fi
 
 NNODES=${NNODES:-1}
 N_GPUS_PER_NODE=${N_GPUS_PER_NODE:-8}
 TOTAL_TRAINING_STEPS=${TOTAL_TRAINING_STEPS:-300}
+# verl stops at total_epochs (default 30) even before total_training_steps: every epoch has at least one
+# step, so as many epochs as steps lets the stated steps run (the dry run prints the effective count).
+TOTAL_EPOCHS=${TOTAL_EPOCHS:-$TOTAL_TRAINING_STEPS}
 SAVE_FREQ=${SAVE_FREQ:-5}
+# Checkpoints kept on disk (the oldest go): a 4B actor's checkpoint with its optimizer is ~50 GB.
+MAX_CKPT_TO_KEEP=${MAX_CKPT_TO_KEEP:-3}
 TEST_FREQ=${TEST_FREQ:-5}
 PROJECT_NAME=${PROJECT_NAME:-gaia-env}
 EXPERIMENT_NAME=${EXPERIMENT_NAME:-qwen3-4b-thinking-gaia-grpo}
-LOGGERS=${LOGGERS:-'["console","wandb"]'}
+# wandb only with a key: without one verl's wandb logger stops the run when fit() starts.
+if [ -n "${WANDB_API_KEY:-}" ]; then
+  LOGGERS=${LOGGERS:-'["console","wandb"]'}
+else
+  LOGGERS=${LOGGERS:-'["console"]'}
+fi
 REWARD_FUNCTION=${REWARD_FUNCTION:-gaia_reward_func}
 
 # The package's own files, wherever it is installed.
@@ -94,12 +131,16 @@ overrides=(
   actor_rollout_ref.model.path="'$MODEL_PATH'"
   actor_rollout_ref.model.use_remove_padding=True
   actor_rollout_ref.model.enable_gradient_checkpointing=True
+  actor_rollout_ref.model.use_fused_kernels="$USE_FUSED_KERNELS"
+  +actor_rollout_ref.model.override_config.attn_implementation="$ATTN_IMPLEMENTATION"
   actor_rollout_ref.actor.optim.lr="$ACTOR_LR"
   actor_rollout_ref.actor.clip_ratio_low="$CLIP_RATIO_LOW"
   actor_rollout_ref.actor.clip_ratio_high="$CLIP_RATIO_HIGH"
   actor_rollout_ref.actor.ppo_mini_batch_size="$PPO_MINI_BATCH_SIZE"
   actor_rollout_ref.actor.use_dynamic_bsz=True
   actor_rollout_ref.actor.ppo_max_token_len_per_gpu="$MAX_TOKEN_LEN_PER_GPU"
+  actor_rollout_ref.actor.ulysses_sequence_parallel_size="$SP_SIZE"
+  actor_rollout_ref.ref.ulysses_sequence_parallel_size="$SP_SIZE"
   actor_rollout_ref.actor.use_kl_loss="$USE_KL_LOSS"
   actor_rollout_ref.actor.entropy_coeff="$ENTROPY_COEFF"
   actor_rollout_ref.actor.loss_agg_mode=token-mean
@@ -110,6 +151,11 @@ overrides=(
   actor_rollout_ref.rollout.mode=async
   actor_rollout_ref.rollout.n="$ROLLOUT_N"
   actor_rollout_ref.rollout.temperature="$TEMPERATURE"
+  actor_rollout_ref.rollout.val_kwargs.do_sample=True
+  actor_rollout_ref.rollout.val_kwargs.temperature="$VAL_TEMPERATURE"
+  actor_rollout_ref.rollout.val_kwargs.top_p="$VAL_TOP_P"
+  actor_rollout_ref.rollout.val_kwargs.top_k="$VAL_TOP_K"
+  actor_rollout_ref.rollout.val_kwargs.n="$VAL_N"
   actor_rollout_ref.rollout.tensor_model_parallel_size="$ROLLOUT_TP"
   actor_rollout_ref.rollout.gpu_memory_utilization="$GPU_MEMORY_UTILIZATION"
   actor_rollout_ref.rollout.max_model_len="$MAX_MODEL_LEN"
@@ -131,7 +177,10 @@ overrides=(
   trainer.nnodes="$NNODES"
   trainer.n_gpus_per_node="$N_GPUS_PER_NODE"
   trainer.total_training_steps="$TOTAL_TRAINING_STEPS"
+  trainer.total_epochs="$TOTAL_EPOCHS"
   trainer.save_freq="$SAVE_FREQ"
+  trainer.max_actor_ckpt_to_keep="$MAX_CKPT_TO_KEEP"
+  trainer.max_critic_ckpt_to_keep="$MAX_CKPT_TO_KEEP"
   trainer.test_freq="$TEST_FREQ"
   trainer.val_before_train=True
   # Ray actors on other nodes do not inherit this shell: hand them the environment settings.
@@ -156,6 +205,6 @@ elif [ -n "$MCP_AUTH_TOKEN" ]; then
 fi
 
 if [ "$DRY_RUN" = "1" ]; then
-  exec "$PYTHON" -m gaia_train.verl_adapter.config_check "${overrides[@]}" "$@"
+  exec "$PYTHON" -m gaia_train.verl_adapter.config_check --gpu-memory-gb "$GPU_MEMORY_GB" "${overrides[@]}" "$@"
 fi
 exec "$PYTHON" -m verl.trainer.main_ppo "${overrides[@]}" "$@"

@@ -58,7 +58,12 @@ def test_build_writes_verl_columns(tmp_path: Path, parquet: bool) -> None:
         "agent_name",
     }
     row = ds.read_rows(written["train"])[0]
-    assert row["data_source"] == "gaia" and row["agent_name"] == "gaia_agent"
+    # one data_source per GAIA level: VeRL's validation reports each level's pass rate
+    assert (
+        row["data_source"] == f"gaia/level{row['extra_info']['level']}" and row["agent_name"] == "gaia_agent"
+    )
+    levels = {r["extra_info"]["level"] for r in ds.read_rows(written["train"])}
+    assert set(train["data_source"]) == {f"gaia/level{level}" for level in levels} and len(levels) > 1
     assert row["reward_model"]["style"] == "GAIA"
     assert [m["role"] for m in row["prompt"]] == ["system", "user"]
     assert "<answer>" in row["prompt"][0]["content"]

@@ -160,15 +160,15 @@ def test_eval_of_a_mixed_dataset_scores_each_source_by_its_own_scorer(
 
     assert main(eval_args(data, out, base_url, fake_mcp.url)) == 0
     table = capsys.readouterr().out
-    assert re.search(r"pass@1 gaia \(n=2\)\s+1\.000", table)
+    assert re.search(r"pass@1 gaia/level1 \(n=2\)\s+1\.000", table)
     assert re.search(r"pass@1 suite \(n=2\)\s+0\.500", table)
     records = {r["task_id"]: r for r in read_jsonl(out / "trajectories.jsonl")}
     # Exact match refuses 7731 for "7,731"; numeric accepts it for 7731.4, where GAIA's scorer would not.
     assert records["s2"]["reward"] == 0.0 and records["s3"]["reward"] == 1.0
-    assert records["s2"]["data_source"] == "suite" and records["g0"]["data_source"] == "gaia"
+    assert records["s2"]["data_source"] == "suite" and records["g0"]["data_source"] == "gaia/level1"
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["pass_at_1_by_source"] == {"gaia": 1.0, "suite": 0.5}
-    assert summary["episodes_by_source"] == {"gaia": 2, "suite": 2}
+    assert summary["pass_at_1_by_source"] == {"gaia/level1": 1.0, "suite": 0.5}
+    assert summary["episodes_by_source"] == {"gaia/level1": 2, "suite": 2}
 
 
 TEAM_TOML = """

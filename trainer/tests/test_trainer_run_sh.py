@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -31,18 +33,57 @@ def data_dir(tmp_path_factory) -> Path:
     return root / "data"
 
 
+# The tests' tiny model has 2 attention heads: no 4-way sequence parallelism.
+TINY = {"SP_SIZE": "1"}
+# The demo set has 4 train rows: a batch of the recipe's 32 would make no step (see the test that says so).
+SMALL_BATCH = {"TRAIN_BATCH_SIZE": "4", "PPO_MINI_BATCH_SIZE": "4"}
+
+
 def dry_run(script: str, data_dir: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     environment = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k not in ("WANDB_API_KEY", "MCP_SERVER_URL")},
         "PYTHON": sys.executable,
         "DATA_DIR": str(data_dir),
         "DRY_RUN": "1",
         "HF_HUB_OFFLINE": "1",  # the default model is not on this machine: fail at once, not after retries
+        **SMALL_BATCH,
         **env,
     }
     return subprocess.run(
         ["bash", str(SCRIPTS / script), *args], env=environment, capture_output=True, text=True, timeout=240
     )
+
+
+@pytest.fixture
+def dry_run_here(tmp_path: Path, monkeypatch, capsys):
+    """The recipe's dry run in this process (verl imported once, not per run): the script runs with a
+    PYTHON that hands back the config check's arguments and the environment it exported, instead of
+    starting the check, and the check runs here on them."""
+    from gaia_train.verl_adapter import config_check
+
+    wrapper = tmp_path / "python"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = "-m" ] && [ "$2" = "gaia_train.verl_adapter.config_check" ]; then\n'
+        f"  shift 2; exec {sys.executable} -c "
+        '\'import json, os, sys; print(json.dumps({"argv": sys.argv[1:], "env": dict(os.environ)}))\' "$@"\n'
+        "fi\n"
+        f'exec {sys.executable} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+
+    def run(script: str, data_dir: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+        recipe = dry_run(script, data_dir, *args, PYTHON=str(wrapper), **env)
+        assert recipe.returncode == 0, recipe.stderr[-3000:]
+        handed = json.loads(recipe.stdout)
+        for name in ("MCP_SERVER_URL", "MCP_SERVERS", "GAIA_TURN_TOKENS", "GAIA_TOOL_TOKENS_PER_TURN"):
+            monkeypatch.setenv(name, handed["env"][name])
+        capsys.readouterr()
+        code = config_check.main(handed["argv"])
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(handed["argv"], code, out, err)
+
+    return run
 
 
 def test_run_sh_composes_the_recipe(data_dir: Path) -> None:
@@ -54,8 +95,8 @@ def test_run_sh_composes_the_recipe(data_dir: Path) -> None:
     assert config["actor_rollout_ref"]["model"]["path"] == "Qwen/Qwen3-4B-Thinking-2507"
     assert config["algorithm"]["adv_estimator"] == "grpo"
     assert (actor["clip_ratio_low"], actor["clip_ratio_high"]) == (0.2, 0.28)
-    assert actor["optim"]["lr"] == 1e-6 and actor["ppo_mini_batch_size"] == 8
-    assert config["data"]["train_batch_size"] == 32 and rollout["n"] == 16
+    assert actor["optim"]["lr"] == 1e-6 and actor["ppo_mini_batch_size"] == 4
+    assert config["data"]["train_batch_size"] == 4 and rollout["n"] == 16
     assert (rollout["prompt_length"], rollout["response_length"]) == (4096, 131072 - 4096)
     assert rollout["name"] == "vllm" and rollout["mode"] == "async" and rollout["max_model_len"] == 131072
     assert rollout["multi_turn"]["max_assistant_turns"] == 12  # fewer, longer turns for a thinking model
@@ -66,7 +107,33 @@ def test_run_sh_composes_the_recipe(data_dir: Path) -> None:
     assert reward["path"].endswith("gaia_train/reward.py") and reward["name"] == "gaia_reward_func"
     trainer = config["trainer"]
     assert trainer["total_training_steps"] == 300 and trainer["save_freq"] == 5 and trainer["test_freq"] == 5
-    assert trainer["logger"] == ["console", "wandb"]
+    # the stated steps are the real ones: total_epochs would otherwise stop the run at 30 epochs
+    assert trainer["total_epochs"] == 300
+    assert (
+        "dry run ok" in result.stdout
+        and "300 steps: trainer.total_training_steps=300, 1 an epoch" in result.stdout
+    )
+    # no wandb key here: console only (verl's wandb logger would stop the run without one)
+    assert trainer["logger"] == ["console"]
+    assert trainer["max_actor_ckpt_to_keep"] == 3 and trainer["max_critic_ckpt_to_keep"] == 3
+    # sampled validation as Qwen advises for thinking models, several answers per task
+    val = rollout["val_kwargs"]
+    assert (val["do_sample"], val["temperature"], val["top_p"], val["top_k"], val["n"]) == (
+        True,
+        0.6,
+        0.95,
+        20,
+        4,
+    )
+    # what fits 80 GB: fused kernels, 4-way sequence parallelism, 32k tokens per GPU; sdpa without flash-attn
+    model = config["actor_rollout_ref"]["model"]
+    assert model["use_fused_kernels"] is True and model["override_config"]["attn_implementation"] == "sdpa"
+    assert actor["ulysses_sequence_parallel_size"] == 4 and actor["ppo_max_token_len_per_gpu"] == 32768
+    assert "reached: the actor's attention: sdpa" in result.stdout
+    assert (
+        "reached: estimated the actor's memory per GPU from gaia_train's table of the recipes' models: "
+        "23.8 of 80 GiB" in result.stdout
+    )
     env_vars = config["ray_kwargs"]["ray_init"]["runtime_env"]["env_vars"]
     assert (
         env_vars["MCP_SERVERS"]
@@ -86,14 +153,19 @@ def test_every_value_is_overridable_by_environment(data_dir: Path) -> None:
         "run.sh",
         data_dir,
         "--print",
+        "+reward.custom_reward_function.reward_kwargs.tool_bonus=0.05",
         TOTAL_TRAINING_STEPS="7",
         ROLLOUT_N="4",
         CLIP_RATIO_HIGH="0.3",
         MCP_SERVERS="filesystem-server",
         REWARD_FUNCTION="dense_reward_func",
+        WANDB_API_KEY="k",
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "7 steps, batch 32 x n=4" in result.stdout and "reward dense_reward_func" in result.stdout
+    assert "dry run ok" in result.stdout and "7 steps: trainer.total_training_steps=7" in result.stdout
+    assert "batch 4 x n=4" in result.stdout and "reward dense_reward_func" in result.stdout
+    assert re.search(r"reward_kwargs:\n\s+tool_bonus: 0.05", result.stdout)  # VeRL reads them here
+    assert "logger:\n  - console\n  - wandb" in result.stdout
     assert "clip_ratio_high: 0.3" in result.stdout and "MCP_SERVERS: filesystem-server" in result.stdout
 
 
@@ -145,17 +217,109 @@ def test_checks_verl_does_not_do_itself(tmp_path: Path) -> None:
         _check_agent_loops(agents)
 
 
-def test_qwen3_30b_a3b_variant_composes(data_dir: Path) -> None:
-    result = dry_run("run_qwen3_30b_a3b.sh", data_dir, "--print")
+def test_qwen3_30b_a3b_variant_composes(data_dir: Path, dry_run_here) -> None:
+    # Two nodes: the loopback default would leave the second node's workers without a gateway.
+    alone = dry_run_here("run_qwen3_30b_a3b.sh", data_dir)
+    assert alone.returncode == 1
+    assert (
+        "MCP_SERVER_URL=http://127.0.0.1:8080/mcp is a loopback address, but trainer.nnodes=2" in alone.stderr
+    )
+    # A name every node resolves (nothing listens there: the dry run says so and goes on).
+    url = f"http://{socket.gethostname()}:9/mcp"
+    result = dry_run_here("run_qwen3_30b_a3b.sh", data_dir, "--print", MCP_SERVER_URL=url)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "path: Qwen/Qwen3-30B-A3B-Thinking-2507" in result.stdout
     assert "nnodes: 2" in result.stdout and "tensor_model_parallel_size: 4" in result.stdout
+    assert "ulysses_sequence_parallel_size: 4" in result.stdout
+    # 30.5B parameters over 16 GPUs, offloaded between phases but loaded for the update
+    assert "memory per GPU from gaia_train's table of the recipes' models: 46.0 of 80 GiB" in result.stdout
+
+
+def test_dry_run_refuses_a_run_that_would_not_make_its_steps(data_dir: Path, dry_run_here) -> None:
+    # the recipe's batch of 32 on the demo set's 4 train rows: 0 steps an epoch, a ZeroDivisionError in fit()
+    small = dry_run_here("run.sh", data_dir, TRAIN_BATCH_SIZE="32", PPO_MINI_BATCH_SIZE="8")
+    assert small.returncode == 1
+    assert "data.train_files has 4 rows in the parquet, fewer than data.train_batch_size (32)" in small.stderr
+    # verl's default of 30 epochs ends a 1-step-an-epoch run at 30 of the 300 steps asked for
+    capped = dry_run_here("run.sh", data_dir, TOTAL_EPOCHS="30")
+    assert capped.returncode == 1
+    assert "trainer.total_training_steps=300, but trainer.total_epochs=30 ends the run after 30 steps" in (
+        capped.stderr
+    )
+    assert "set trainer.total_epochs to at least 300" in capped.stderr
+
+
+def test_dry_run_refuses_an_actor_that_would_not_fit(data_dir: Path, dry_run_here) -> None:
+    # the issue's point 4: a whole 131k sequence per GPU, unfused: its logits alone are 185.5 GiB
+    unfused = dry_run_here("run.sh", data_dir, SP_SIZE="1", USE_FUSED_KERNELS="False")
+    assert unfused.returncode == 1
+    assert "needs about 236.3 GiB per GPU, more than the GPU's 80 GiB" in unfused.stderr
+    assert re.search(r"logits/log-softmax/entropy \(131072 x 151936\)\s+185\.5 GiB", unfused.stderr)
+    # sequence parallelism over more GPUs than the trainer has
+    two = dry_run_here("run.sh", data_dir, N_GPUS_PER_NODE="2")
+    assert two.returncode == 1
+    assert "ulysses_sequence_parallel_size=4 does not divide the trainer's 2 GPUs" in two.stderr
+    # a micro-batch that cannot hold the longest sequence
+    short = dry_run_here("run.sh", data_dir, MAX_TOKEN_LEN_PER_GPU="16384")
+    assert short.returncode == 1
+    assert "16384) x ulysses_sequence_parallel_size (4) = 65536 tokens cannot hold the longest sequence" in (
+        short.stderr
+    )
+    # flash-attn is not installed here: asking for it is refused before main_ppo fails to load the model
+    flash = dry_run_here("run.sh", data_dir, ATTN_IMPLEMENTATION="flash_attention_2")
+    assert flash.returncode == 1 and "flash_attn is not installed here" in flash.stderr
+
+
+def test_dry_run_checks_the_rewards_constants(data_dir: Path, dry_run_here) -> None:
+    # the dense reward's constants: a name it does not take, and a value it refuses
+    dense = {"REWARD_FUNCTION": "dense_reward_func"}
+    unknown = dry_run_here(
+        "run.sh", data_dir, "+reward.custom_reward_function.reward_kwargs.think_bonus=0.05", **dense
+    )
+    assert unknown.returncode == 1 and "dense_reward_func takes no think_bonus" in unknown.stderr
+    cap = dry_run_here(
+        "run.sh", data_dir, "+reward.custom_reward_function.reward_kwargs.tool_bonus_cap=1.0", **dense
+    )
+    assert cap.returncode == 1 and "tool_bonus_cap must be below 1" in cap.stderr
+
+
+def test_loopback_gateways_are_refused_on_several_nodes_only(monkeypatch) -> None:
+    from gaia_train.verl_adapter.config_check import ConfigError, _check_gateway_reach
+    from omegaconf import OmegaConf
+
+    def config(nodes: int, url: str | None = None):
+        env_vars = {"MCP_SERVER_URL": url} if url else {}
+        return OmegaConf.create(
+            {
+                "trainer": {"nnodes": nodes},
+                "ray_kwargs": {"ray_init": {"runtime_env": {"env_vars": env_vars}}},
+            }
+        )
+
+    monkeypatch.delenv("MCP_SERVER_URL", raising=False)
+    _check_gateway_reach(config(1))  # one node: its own gateway on loopback is fine
+    for url in ("http://localhost:8080/mcp", "http://127.0.0.2:8080/mcp", "http://[::1]:8080/mcp", None):
+        with pytest.raises(ConfigError, match="is a loopback address, but trainer.nnodes=2"):
+            _check_gateway_reach(config(2, url))
+    _check_gateway_reach(config(2, "http://10.0.0.5:8080/mcp"))
+    _check_gateway_reach(config(4, "http://gateway.cluster:8080/mcp"))
+    monkeypatch.setenv("MCP_SERVER_URL", "http://head-node:8080/mcp")  # what `ray start` workers inherit
+    _check_gateway_reach(config(2))
+
+
+def test_effective_steps_follow_verls_loop() -> None:
+    from gaia_train.verl_adapter.config_check import Steps
+
+    # the issue's point 5: 132 GAIA rows, batches of 32, verl's default 30 epochs: 300 steps are 120
+    assert Steps(rows=132, batch=32, stated=300, epochs=30).effective == 120
+    assert Steps(rows=132, batch=32, stated=300, epochs=75).effective == 300
+    assert Steps(rows=31, batch=32, stated=300, epochs=300).per_epoch == 0
 
 
 def test_dry_run_reaches_what_main_ppo_builds_before_gpus(
     data_dir: Path, tiny_model_dir: Path, fake_mcp
 ) -> None:
-    result = dry_run("run.sh", data_dir, MODEL_PATH=str(tiny_model_dir), MCP_SERVER_URL=fake_mcp.url)
+    result = dry_run("run.sh", data_dir, MODEL_PATH=str(tiny_model_dir), MCP_SERVER_URL=fake_mcp.url, **TINY)
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
     for reached in (
@@ -166,6 +330,7 @@ def test_dry_run_reaches_what_main_ppo_builds_before_gpus(
         "reached: called the reward function: 1.0 for the first row's right answer",
         "reached: reward manager naive (NaiveRewardManager) hands the loop's own answer to the reward",
         f"reached: listed 8 tools from {fake_mcp.url}",
+        f"reached: estimated the actor's memory per GPU from {tiny_model_dir / 'config.json'}",
     ):
         assert reached in out
     assert "NOT reached: the rollout engine" in out and "NOT reached: the tokenizer" not in out
@@ -180,7 +345,7 @@ def test_dry_run_reaches_what_main_ppo_builds_before_gpus(
 def test_dry_run_fails_with_the_numbers_when_the_episode_cannot_fit(
     data_dir: Path, tiny_model_dir: Path, fake_mcp
 ) -> None:
-    setting = {"MODEL_PATH": str(tiny_model_dir), "MCP_SERVER_URL": fake_mcp.url}
+    setting = {"MODEL_PATH": str(tiny_model_dir), "MCP_SERVER_URL": fake_mcp.url, **TINY}
     short = dry_run("run.sh", data_dir, PROMPT_LENGTH="1024", **setting)
     assert short.returncode == 1
     assert (
@@ -241,6 +406,7 @@ def test_dry_run_counts_a_teams_hand_offs(tmp_path: Path, tiny_model_dir: Path, 
         "MODEL_PATH": str(tiny_model_dir),
         "MCP_SERVER_URL": fake_mcp.url,
         "AGENT_LOOP_CONFIG": str(agents),
+        **TINY,
     }
     result = dry_run("run.sh", tmp_path / "data", **setting)
     # 20 turns of the lead and 2 delegations of 8: 36 turns, and two hand-offs, in the one response
@@ -260,7 +426,7 @@ def longest_prompt(output: str) -> int:
 def test_dry_run_counts_each_rows_prompt_with_its_own_tools(
     data_dir: Path, tmp_path: Path, tiny_model_dir: Path, fake_mcp
 ) -> None:
-    setting = {"MODEL_PATH": str(tiny_model_dir), "MCP_SERVER_URL": fake_mcp.url}
+    setting = {"MODEL_PATH": str(tiny_model_dir), "MCP_SERVER_URL": fake_mcp.url, **TINY}
     everything = longest_prompt(dry_run("run.sh", data_dir, **setting).stdout)
 
     # Rows that select one tool: their prompts list that one schema, not the eight of MCP_SERVERS.

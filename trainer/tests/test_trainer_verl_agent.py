@@ -208,6 +208,13 @@ async def test_verls_reward_manager_scores_the_agents_own_answer(tokenizer, fake
     manager = NaiveRewardManager(config=None, tokenizer=tokenizer, compute_score=gaia_reward_func)
     scored = await manager.run_single(reward_batch(output, row, dict(output.extra_fields)))
     assert scored["reward_score"] == 1.0
+    # verl keeps the dict form's keys for its metrics: the episode as numbers
+    extra = scored["reward_extra_info"]
+    assert (
+        extra["acc"] == 1.0
+        and extra["gaia_stop"] == 0
+        and extra["gaia_turns"] == output.extra_fields["gaia_turns"]
+    )
     # a reward manager that does not merge the loop's fields (DAPO's) falls back to the text: same score
     row["extra_info"] = {"index": 0}
     assert (await manager.run_single(reward_batch(output, row, None)))["reward_score"] == 1.0

@@ -307,6 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     check = sub.add_parser("check-config", help="compose and validate VeRL's config with overrides (no GPU)")
     check.add_argument("--print", action="store_true", help="print the composed config")
+    check.add_argument(
+        "--gpu-memory-gb", type=float, default=80.0, help="one GPU's memory the actor's estimate must fit in"
+    )
     check.add_argument("overrides", nargs="*", help="Hydra overrides, as for verl.trainer.main_ppo")
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -326,7 +329,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_check_env(args)
         from .verl_adapter.config_check import main as check_main
 
-        return check_main((["--print"] if args.print else []) + args.overrides)
+        memory = ["--gpu-memory-gb", str(args.gpu_memory_gb)]
+        return check_main((["--print"] if args.print else []) + memory + args.overrides)
     except (ds.DatasetError, TaskFileError, ValueError, FileNotFoundError) as exc:
         print(f"gaia-train {args.command}: {exc}", file=sys.stderr)
         return 1

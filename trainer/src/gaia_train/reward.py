@@ -11,6 +11,11 @@ The scorer follows the GAIA leaderboard's scorer.py branch for branch, quirks in
 reward of 1.0 here is a point on the leaderboard. The one deliberate difference: an answer
 that cannot be read as a number is never equal to a number (the original maps it to +inf,
 which would equal a ground truth of "inf").
+
+The functions VeRL is given (`gaia_reward_func`, `dense_reward_func`, `routed_reward_func`) answer in
+VeRL's dict form: `score` (the reward), `acc` (1.0 for a right answer) and what happened in the
+episode as numbers (`episode_extras`), which VeRL logs per data_source in validation and keeps in its
+dumps. `gaia_score` and `routed_score` are the plain 0/1 scores for everything else (eval, TRL).
 """
 
 from __future__ import annotations
@@ -127,13 +132,12 @@ def agent_answer(solution_str: str, extra_info: Mapping[str, Any] | None) -> str
     return final_answer(solution_str)
 
 
-def gaia_reward_func(
+def gaia_score(
     data_source: str, solution_str: str, ground_truth: Any, extra_info: Mapping[str, Any] | None = None
 ) -> float:
     """1.0 when the agent's final answer matches the ground truth, else 0.0.
 
-    This is the function VeRL calls (reward.custom_reward_function.name=gaia_reward_func). The
-    answer is `extra_info["gaia_answer"]` when the loop sent it, else `final_answer(solution_str)`.
+    The answer is `extra_info["gaia_answer"]` when the loop sent it, else `final_answer(solution_str)`.
     The test split's ground truth is "?" upstream; scoring against it is refused rather than
     silently returning 0.
     """
@@ -147,6 +151,70 @@ def gaia_reward_func(
     if answer is None:
         return 0.0
     return 1.0 if question_scorer(answer, truth) else 0.0
+
+
+# The episode's stop reason (gaia_train.episode.loop.Stop) as a number, for VeRL's metrics, which
+# average numbers only. Codes are stable: a new stop reason gets the next free one (a test checks
+# that every Stop has one). -1: the row's loop reported none (another agent loop).
+STOP_CODES = {
+    "answer": 0,
+    "no_tool_call": 1,
+    "max_turns": 2,
+    "response_budget": 3,
+    "turn_length": 4,
+    "deadline": 5,
+    "model_error": 6,
+    "environment_fault": 7,
+}
+UNKNOWN_STOP = -1
+# The numbers the agent loop reports in extra_info, logged as they are (0 when a loop reports none).
+EPISODE_COUNTS = ("gaia_tool_calls", "gaia_tool_errors", "gaia_turns", "gaia_delegations", "gaia_env_fault")
+
+
+def stop_code(stop: Any) -> int:
+    """The number logged for a stop reason; refuses one this table does not know."""
+    if stop is None or stop == "":
+        return UNKNOWN_STOP
+    if str(stop) not in STOP_CODES:
+        raise ValueError(
+            f"stop reason {stop!r} has no code in gaia_train.reward.STOP_CODES: add it there (the next free "
+            "number) so VeRL can log it"
+        )
+    return STOP_CODES[str(stop)]
+
+
+def episode_extras(extra_info: Mapping[str, Any] | None) -> dict[str, float]:
+    """What happened in the episode, as numbers: the same keys for every row (VeRL stacks them)."""
+    info = extra_info or {}
+    extras: dict[str, float] = {"gaia_stop": float(stop_code(info.get("gaia_stop")))}
+    for key in EPISODE_COUNTS:
+        value = info.get(key)
+        extras[key] = float(value) if isinstance(value, (int, float)) else 0.0
+    return extras
+
+
+def reward_dict(score: float, acc: float, extra_info: Mapping[str, Any] | None) -> dict[str, float]:
+    """VeRL's dict form: `score` is the reward, `acc` whether the answer is right (validation's core
+    metric, per data_source), the rest what happened in the episode."""
+    return {"score": float(score), "acc": float(acc), **episode_extras(extra_info)}
+
+
+def gaia_reward_func(
+    data_source: str, solution_str: str, ground_truth: Any, extra_info: Mapping[str, Any] | None = None
+) -> dict[str, float]:
+    """The reward VeRL calls (reward.custom_reward_function.name=gaia_reward_func): `score` and `acc`
+    are `gaia_score` (1.0 for a right final answer, else 0.0); the other keys are `episode_extras`."""
+    score = gaia_score(data_source, solution_str, ground_truth, extra_info)
+    return reward_dict(score, score, extra_info)
+
+
+def _successful_calls(extra_info: Mapping[str, Any] | None) -> int:
+    # Only the loop knows which calls succeeded; a response from elsewhere earns nothing for its calls.
+    info = extra_info or {}
+    calls, errors = info.get("gaia_tool_calls"), info.get("gaia_tool_errors")
+    if not isinstance(calls, (int, float)) or not isinstance(errors, (int, float)):
+        return 0
+    return max(0, int(calls) - int(errors))
 
 
 def _count_tool_calls(solution_str: str, extra_info: Mapping[str, Any] | None) -> int:
@@ -165,24 +233,28 @@ def dense_reward_func(
     *,
     tool_bonus: float = 0.02,
     tool_bonus_cap: float = 0.1,
-    think_bonus: float = 0.05,
     tool_call_budget: int = 20,
     over_budget_penalty: float = 0.01,
-) -> float:
+) -> dict[str, float]:
     """Optional shaped reward; the plain 0/1 `gaia_reward_func` is the default and the metric.
 
-    score = answer (0 or 1) + min(tool_calls * tool_bonus, tool_bonus_cap)
-            + think_bonus (if a think block closes) - over_budget_penalty * calls past the budget.
-    The bonuses add up to at most 0.15, so a right answer (1.0) always outranks any amount of
-    tool use without it.
+    score = answer (0 or 1) + min(successful_calls * tool_bonus, tool_bonus_cap)
+            - over_budget_penalty * calls past tool_call_budget.
+    A successful call is one the loop ran without an error (gaia_tool_calls - gaia_tool_errors);
+    failed calls, calls to unknown tools and closing a thought earn nothing. Keep tool_bonus_cap
+    well below 1 so a right answer always outranks any amount of tool use. The constants are set
+    with +reward.custom_reward_function.reward_kwargs.NAME=VALUE.
     """
-    answer_score = gaia_reward_func(data_source, solution_str, ground_truth, extra_info)
+    for name, value in (("tool_bonus", tool_bonus), ("tool_bonus_cap", tool_bonus_cap)):
+        if value < 0:
+            raise ValueError(f"{name} must not be negative, got {value}")
+    if tool_bonus_cap >= 1:
+        raise ValueError(f"tool_bonus_cap must be below 1 (a right answer is 1), got {tool_bonus_cap}")
+    answer_score = gaia_score(data_source, solution_str, ground_truth, extra_info)
     calls = _count_tool_calls(solution_str, extra_info)
-    shaped = answer_score + min(calls * tool_bonus, tool_bonus_cap)
-    if "</think>" in solution_str:
-        shaped += think_bonus
+    shaped = answer_score + min(_successful_calls(extra_info) * tool_bonus, tool_bonus_cap)
     shaped -= over_budget_penalty * max(0, calls - tool_call_budget)
-    return shaped
+    return reward_dict(shaped, answer_score, extra_info)
 
 
 # Multi-task datasets: each row names its scorer in extra_info["scorer"] (gaia-train dataset
@@ -218,22 +290,29 @@ def _user_scorer(spec: str) -> Any:
     return function
 
 
-def routed_reward_func(
+def is_gaia_source(data_source: str) -> bool:
+    """GAIA's rows: data_source "gaia", or "gaia/level1".. as `gaia-train dataset` writes them."""
+    return data_source == "gaia" or data_source.startswith("gaia/")
+
+
+def routed_score(
     data_source: str, solution_str: str, ground_truth: Any, extra_info: Mapping[str, Any] | None = None
 ) -> float:
-    """The reward of a mixed dataset: each row scored by its own scorer, the agent's own answer first.
+    """The score of a mixed dataset's row: each row scored by its own scorer, the agent's own answer first.
 
-    extra_info["scorer"]: "gaia" (the official scorer; the default for data_source "gaia"),
+    extra_info["scorer"]: "gaia" (the official scorer; the default for GAIA's data sources),
     "exact" (case and whitespace ignored; the default otherwise), "numeric" (within
     extra_info["tolerance"], relative to the ground truth's size, default 1e-6) or
     "package.module:function", called as VeRL calls a reward function.
     """
     info = extra_info or {}
-    scorer = str(info.get(SCORER_KEY) or ("gaia" if data_source == "gaia" else "exact"))
+    scorer = str(info.get(SCORER_KEY) or ("gaia" if is_gaia_source(data_source) else "exact"))
     if scorer == "gaia":
-        return gaia_reward_func(data_source, solution_str, ground_truth, extra_info)
+        return gaia_score(data_source, solution_str, ground_truth, extra_info)
     if scorer not in BUILTIN_SCORERS:
-        return float(_user_scorer(scorer)(data_source, solution_str, ground_truth, extra_info))
+        result = _user_scorer(scorer)(data_source, solution_str, ground_truth, extra_info)
+        # A user scorer may answer in VeRL's dict form too.
+        return float(result["score"] if isinstance(result, Mapping) else result)
     truth = _ground_truth_str(ground_truth)
     answer = agent_answer(solution_str, extra_info)
     if answer is None:
@@ -242,3 +321,11 @@ def routed_reward_func(
         return 1.0 if _exact(answer, truth) else 0.0
     tolerance = float(info.get("tolerance") or 1e-6)
     return 1.0 if _numeric(answer, truth, tolerance) else 0.0
+
+
+def routed_reward_func(
+    data_source: str, solution_str: str, ground_truth: Any, extra_info: Mapping[str, Any] | None = None
+) -> dict[str, float]:
+    """The reward VeRL calls for a mixed dataset: `routed_score` in VeRL's dict form (see `reward_dict`)."""
+    score = routed_score(data_source, solution_str, ground_truth, extra_info)
+    return reward_dict(score, score, extra_info)

@@ -24,6 +24,7 @@ from ..row import AGENT_NAME, build_row
 from .tasks import TaskFileError, TaskSource, load_task_file, weighted
 
 DATA_SOURCE = "gaia"
+"""The family of GAIA's data sources: each row's is `data_source(level)`, "gaia/level1".."gaia/level3"."""
 ABILITY = "agentic_tool_use"
 DEFAULT_MOUNT = "/workspace/gaia_dataset"
 YEAR = "2023"
@@ -131,11 +132,17 @@ def attachment_path(task: GaiaTask, mount: str) -> str:
     return f"{mount.rstrip('/')}/{task.attachment_relpath}" if task.attachment_relpath else ""
 
 
+def data_source(level: int) -> str:
+    # One data_source per level: VeRL's validation reports its metrics per data_source, so the
+    # pass rate of each GAIA level is logged (val-core/gaia/level1/acc/...).
+    return f"{DATA_SOURCE}/level{level}"
+
+
 def to_row(task: GaiaTask, index: int, mount: str, agent_name: str = AGENT_NAME) -> dict[str, Any]:
     return build_row(
         question=task.question,
         answer=task.answer,
-        data_source=DATA_SOURCE,
+        data_source=data_source(task.level),
         ability=ABILITY,
         reward_style="GAIA",
         task_id=task.task_id,

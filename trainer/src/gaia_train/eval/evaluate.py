@@ -29,7 +29,7 @@ from ..data.gaia import HIDDEN_ANSWER
 from ..episode.loop import EpisodeLimits, Stop
 from ..episode.session import McpSettings
 from ..play import play, teams_of_rows
-from ..reward import ANSWER_KEY, routed_reward_func
+from ..reward import ANSWER_KEY, routed_score
 from ..row import AGENT_NAME
 from ..teams.team import Team
 from .openai_policy import EndpointSettings, OpenAIPolicy, Spent, episode_client
@@ -97,9 +97,9 @@ async def _run_one(
         )
     hidden = truth.strip() == HIDDEN_ANSWER
     source = str(row.get("data_source", "gaia"))
-    # The row's own scorer, as in training (reward.routed_reward_func): GAIA's for GAIA rows.
+    # The row's own scorer, as in training (reward.routed_score): GAIA's for GAIA rows.
     info = {**row.get("extra_info", {}), ANSWER_KEY: result.answer}
-    reward = None if hidden else routed_reward_func(source, result.final_text, truth, info)
+    reward = None if hidden else routed_score(source, result.final_text, truth, info)
     return {
         "task_id": _task_id(row),
         "data_source": source,

@@ -36,7 +36,7 @@ from ..episode.loop import EpisodeLimits, EpisodeResult
 from ..episode.session import McpSettings
 from ..episode.tokens import GenerateIds, TokenPolicy, TokenTape
 from ..play import play, teams_of_rows
-from ..reward import ANSWER_KEY, SCORER_KEY, routed_reward_func
+from ..reward import ANSWER_KEY, SCORER_KEY, routed_score
 from ..row import AGENT_NAME, MCP_SERVERS, MCP_TOOLS, TOLERANCE
 from ..teams.delegation import TeamResult
 from ..teams.team import Team
@@ -62,7 +62,7 @@ def grpo_dataset(rows: Sequence[dict[str, Any]]) -> Dataset:
                 "ground_truth": str(row["reward_model"]["ground_truth"]),
                 "data_source": row["data_source"],
                 "task_id": row["extra_info"]["task_id"],
-                # The row's scorer (a mixed dataset's suites: reward.routed_reward_func).
+                # The row's scorer (a mixed dataset's suites: reward.routed_score).
                 "scorer": str(row["extra_info"].get(SCORER_KEY) or ""),
                 "tolerance": float(row["extra_info"].get(TOLERANCE) or 0.0),
             }
@@ -240,7 +240,7 @@ def gaia_grpo_reward(
     tolerance: list[float] | None = None,
     **_: Any,
 ) -> list[float]:
-    """TRL reward function: each episode scored by its row's scorer (`routed_reward_func`: GAIA's
+    """TRL reward function: each episode scored by its row's scorer (`routed_score`: GAIA's
     for GAIA rows), its own final answer first."""
     count = len(ground_truth)
     sources, scorers, tolerances = (
@@ -249,7 +249,7 @@ def gaia_grpo_reward(
         tolerance or [0.0] * count,
     )
     return [
-        routed_reward_func(source, solution, truth, {ANSWER_KEY: answer, SCORER_KEY: how, TOLERANCE: within})
+        routed_score(source, solution, truth, {ANSWER_KEY: answer, SCORER_KEY: how, TOLERANCE: within})
         for source, solution, truth, answer, how, within in zip(
             sources, gaia_solution, ground_truth, gaia_answer, scorers, tolerances, strict=True
         )

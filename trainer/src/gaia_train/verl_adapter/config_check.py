@@ -26,6 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from ..episode.budget import DEFAULT_REASONING_TOKENS, Budget
+from .memory import GIB, ActorSetup, MemoryEstimate, estimate, read_architecture
+
+DEFAULT_GPU_MEMORY_GB = 80.0
 
 # `+key=value` may add keys only under these: VeRL passes them through as free-form mappings.
 FREE_FORM_PREFIXES = (
@@ -36,6 +39,10 @@ FREE_FORM_PREFIXES = (
     "actor_rollout_ref.rollout.engine_kwargs.",
     "actor_rollout_ref.rollout.custom.",
     "trainer.wandb_",
+    # The reward function's keyword arguments (verl.trainer.ppo.reward.get_custom_reward_fn), and the
+    # reward manager's (DAPO's overlong buffer); the reward's are checked against its signature.
+    "reward.custom_reward_function.reward_kwargs.",
+    "reward.reward_kwargs.",
 )
 
 
@@ -81,7 +88,7 @@ def compose(overrides: list[str]) -> Any:
     spec = importlib.util.find_spec("verl")
     if spec is None or spec.origin is None:
         raise ConfigError(
-            "verl is not installed: run scripts/trainer-extra.sh, or pip install 'gaia-train[verl]'"
+            "verl is not installed: run scripts/trainer-extra.sh, or pip install -e './trainer[verl]'"
         )
     config_dir = Path(spec.origin).parent / "trainer" / "config"
     GlobalHydra.instance().clear()
@@ -105,8 +112,25 @@ def _check_reward(config: Any) -> None:
     module = importlib.util.module_from_spec(spec)
     assert spec.loader is not None
     spec.loader.exec_module(module)
-    if not callable(getattr(module, reward_fn.name, None)):
+    function = getattr(module, reward_fn.name, None)
+    if not callable(function):
         raise ConfigError(f"reward.custom_reward_function.name={reward_fn.name} is not a function in {path}")
+    _check_reward_kwargs(function, reward_fn.name, dict(reward_fn.get("reward_kwargs") or {}))
+
+
+def _check_reward_kwargs(function: Any, name: str, kwargs: dict[str, Any]) -> None:
+    import inspect
+
+    parameters = inspect.signature(function).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return
+    accepted = [p.name for p in parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    unknown = sorted(set(kwargs) - set(parameters))
+    if unknown:
+        raise ConfigError(
+            f"reward.custom_reward_function.reward_kwargs: {name} takes no {', '.join(unknown)} "
+            f"(it takes: {', '.join(accepted) or 'no keyword arguments'})"
+        )
 
 
 def _check_agent_loops(config: Any) -> None:
@@ -191,6 +215,10 @@ class Reach:
     done: list[str] = field(default_factory=list)
     not_reached: list[str] = field(default_factory=list)
     budget: Budget | None = None
+    train_rows: int | None = None
+    """Rows of VeRL's train dataset after its own filtering (None: not built; the parquet is counted)."""
+    steps: Steps | None = None
+    memory: MemoryEstimate | None = None
 
 
 # Reward managers that merge the agent loop's extra_fields into the reward's extra_info.
@@ -205,7 +233,7 @@ def _import_task_runner(config: Any, reach: Reach) -> None:
     except ImportError as exc:
         raise ConfigError(
             f"verl's default trainer does not import ({exc}): run scripts/trainer-extra.sh, or "
-            "pip install 'gaia-train[verl]'"
+            "pip install -e './trainer[verl]'"
         ) from exc
     if config.trainer.use_v1:
         mode = config.trainer.v1.trainer_mode
@@ -221,10 +249,24 @@ def _import_task_runner(config: Any, reach: Reach) -> None:
     engine = config.actor_rollout_ref.rollout.name
     if importlib.util.find_spec(engine) is None:
         reach.not_reached.append(
-            f"the rollout engine: {engine} is not installed here (GPU only; pip install 'gaia-train[verl]')"
+            f"the rollout engine: {engine} is not installed here (GPU only; pip install -e './trainer[verl]')"
         )
     else:
         reach.done.append(f"found the rollout engine {engine}")
+
+
+def _check_attention(config: Any, reach: Reach) -> None:
+    """verl's FSDP actor loads the model with flash_attention_2 unless override_config says otherwise."""
+    override = config.actor_rollout_ref.model.get("override_config") or {}
+    attention = str(override.get("attn_implementation", "flash_attention_2"))
+    if attention == "flash_attention_2" and importlib.util.find_spec("flash_attn") is None:
+        raise ConfigError(
+            "the actor loads the model with attn_implementation=flash_attention_2 (verl's default), but "
+            "flash_attn is not installed here: install it (pip install flash-attn==2.8.3 --no-build-isolation) "
+            "or set +actor_rollout_ref.model.override_config.attn_implementation=sdpa (run.sh: "
+            "ATTN_IMPLEMENTATION=sdpa, its default without flash_attn)"
+        )
+    reach.done.append(f"the actor's attention: {attention}")
 
 
 def _load_tokenizer(config: Any, reach: Reach) -> Any | None:
@@ -243,6 +285,7 @@ def _load_tokenizer(config: Any, reach: Reach) -> Any | None:
 
 
 def _build_datasets(config: Any, tokenizer: Any, reach: Reach) -> None:
+    """VeRL's own datasets, filtered as VeRL filters them; the train set's size goes to `reach`."""
     from verl.trainer.ppo.utils import create_rl_dataset
 
     for key, is_train in (("train_files", True), ("val_files", False)):
@@ -253,6 +296,8 @@ def _build_datasets(config: Any, tokenizer: Any, reach: Reach) -> None:
         if len(dataset) == 0:
             raise ConfigError(f"data.{key}: VeRL's dataset is empty after its own filtering")
         reach.done.append(f"built VeRL's dataset from data.{key}: {len(dataset)} rows")
+        if is_train:
+            reach.train_rows = len(dataset)
 
 
 def _rows(config: Any) -> list[dict[str, Any]]:
@@ -454,6 +499,172 @@ def _longest_handoff(config: Any, tokenizer: Any, teams: list[Any], reach: Reach
     return longest
 
 
+@dataclass(frozen=True)
+class Steps:
+    """How many steps VeRL will really train: total_training_steps, unless total_epochs ends it first."""
+
+    rows: int
+    batch: int
+    stated: int
+    epochs: int
+
+    @property
+    def per_epoch(self) -> int:
+        # VeRL's train dataloader drops the last partial batch (verl.trainer.ppo.v1.trainer_base).
+        return self.rows // self.batch
+
+    @property
+    def effective(self) -> int:
+        return min(self.stated, self.per_epoch * self.epochs)
+
+    def line(self) -> str:
+        return (
+            f"{self.effective} steps: trainer.total_training_steps={self.stated}, {self.per_epoch} an epoch "
+            f"({self.rows} rows // data.train_batch_size {self.batch}) x trainer.total_epochs={self.epochs}"
+        )
+
+
+def _parquet_rows(config: Any, key: str) -> int:
+    import pyarrow.parquet as pq
+
+    files = config.data[key]
+    names = [files] if isinstance(files, str) else list(files)
+    return sum(pq.ParquetFile(Path(str(name)).expanduser()).metadata.num_rows for name in names)
+
+
+def _check_steps(config: Any, reach: Reach) -> Steps:
+    """A train set smaller than a batch, and a step count total_epochs would cut, are refused."""
+    rows = reach.train_rows if reach.train_rows is not None else _parquet_rows(config, "train_files")
+    counted = "after VeRL's filtering" if reach.train_rows is not None else "in the parquet"
+    steps = Steps(
+        rows=rows,
+        batch=int(config.data.train_batch_size),
+        stated=int(config.trainer.total_training_steps),
+        epochs=int(config.trainer.total_epochs),
+    )
+    if steps.per_epoch == 0:
+        raise ConfigError(
+            f"data.train_files has {rows} rows {counted}, fewer than data.train_batch_size "
+            f"({steps.batch}): VeRL would make 0 steps an epoch and divide by zero in fit(); lower "
+            f"TRAIN_BATCH_SIZE to at most {rows} (and PPO_MINI_BATCH_SIZE with it) or train on more rows"
+        )
+    if steps.effective < steps.stated:
+        needed = math.ceil(steps.stated / steps.per_epoch)
+        raise ConfigError(
+            f"trainer.total_training_steps={steps.stated}, but trainer.total_epochs={steps.epochs} ends the run "
+            f"after {steps.effective} steps ({steps.per_epoch} an epoch: {rows} rows {counted} // "
+            f"data.train_batch_size {steps.batch}); set trainer.total_epochs to at least {needed} "
+            "(run.sh: TOTAL_EPOCHS)"
+        )
+    return steps
+
+
+LOOPBACK_HOSTS = ("localhost", "ip6-localhost", "0.0.0.0", "::", "::1")
+
+
+def _is_loopback(url: str) -> bool:
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(url).hostname or "").lower()
+    if host in LOOPBACK_HOSTS or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_gateway_reach(config: Any) -> None:
+    """On more than one node, every node's agent loop workers must reach the gateway: no loopback URL."""
+    import os
+
+    from omegaconf import OmegaConf
+
+    from ..episode.session import DEFAULT_MCP_URL
+
+    nodes = int(config.trainer.nnodes)
+    if nodes <= 1:
+        return
+    # What Ray hands the workers wins; else they inherit the environment `ray start` had.
+    env_vars = OmegaConf.select(config, "ray_kwargs.ray_init.runtime_env.env_vars", default=None) or {}
+    url = str(env_vars.get("MCP_SERVER_URL") or os.environ.get("MCP_SERVER_URL") or DEFAULT_MCP_URL)
+    loopback = [u for u in url.replace(",", " ").split() if _is_loopback(u)]
+    if loopback:
+        raise ConfigError(
+            f"MCP_SERVER_URL={url} is a loopback address, but trainer.nnodes={nodes}: the agent loop workers "
+            "on the other nodes would find no gateway there; set MCP_SERVER_URL to an address every node "
+            "reaches (slurm_gaia_grpo.sbatch starts a gateway on the head node and sets it)"
+        )
+
+
+def actor_setup(config: Any) -> tuple[ActorSetup, int]:
+    """The actor's largest micro-batch per GPU, and the longest sequence it must hold."""
+    ref = config.actor_rollout_ref
+    actor, rollout = ref.actor, ref.rollout
+    sequence_parallel = int(actor.ulysses_sequence_parallel_size or 1)
+    longest = int(config.data.max_prompt_length) + int(config.data.max_response_length)
+    if actor.use_dynamic_bsz:
+        tokens = max(int(actor.ppo_max_token_len_per_gpu), int(rollout.log_prob_max_token_len_per_gpu))
+    else:
+        micro = max(
+            int(actor.ppo_micro_batch_size_per_gpu or 1), int(rollout.log_prob_micro_batch_size_per_gpu or 1)
+        )
+        tokens = math.ceil(micro * longest / sequence_parallel)
+    setup = ActorSetup(
+        gpus=int(config.trainer.nnodes) * int(config.trainer.n_gpus_per_node),
+        tokens_per_gpu=tokens,
+        sequence_parallel=sequence_parallel,
+        fused_kernels=bool(ref.model.use_fused_kernels),
+        gradient_checkpointing=bool(ref.model.enable_gradient_checkpointing),
+    )
+    return setup, longest
+
+
+def _check_memory(config: Any, gpu_memory_gb: float, reach: Reach) -> MemoryEstimate | None:
+    """The actor's largest micro-batch against the GPU's memory; refused, with the terms, when it does not fit."""
+    setup, longest = actor_setup(config)
+    actor = config.actor_rollout_ref.actor
+    if setup.gpus % setup.sequence_parallel:
+        raise ConfigError(
+            f"ulysses_sequence_parallel_size={setup.sequence_parallel} does not divide the trainer's {setup.gpus} "
+            "GPUs (trainer.nnodes x trainer.n_gpus_per_node); pick a divisor (SP_SIZE)"
+        )
+    if actor.use_dynamic_bsz and setup.tokens_per_gpu * setup.sequence_parallel < longest:
+        raise ConfigError(
+            f"actor.ppo_max_token_len_per_gpu ({setup.tokens_per_gpu}) x ulysses_sequence_parallel_size "
+            f"({setup.sequence_parallel}) = {setup.tokens_per_gpu * setup.sequence_parallel} tokens cannot hold "
+            f"the longest sequence (data.max_prompt_length + data.max_response_length = {longest}), which "
+            "VeRL refuses mid-run; raise MAX_TOKEN_LEN_PER_GPU or SP_SIZE"
+        )
+    path = str(config.actor_rollout_ref.model.path)
+    found = read_architecture(path)
+    if found is None:
+        reach.not_reached.append(
+            f"the memory estimate: no config.json for {path} here and not one of the recipes' models"
+        )
+        return None
+    model, source = found
+    if model.attention_heads % setup.sequence_parallel:
+        raise ConfigError(
+            f"ulysses_sequence_parallel_size={setup.sequence_parallel} does not divide the model's "
+            f"{model.attention_heads} attention heads; pick a divisor (SP_SIZE)"
+        )
+    result = estimate(model, setup)
+    budget = gpu_memory_gb * GIB
+    reach.done.append(
+        f"estimated the actor's memory per GPU from {source}: {result.total / GIB:.1f} of {gpu_memory_gb:g} GiB"
+    )
+    if result.total > budget:
+        raise ConfigError(
+            f"the actor's largest micro-batch needs about {result.total / GIB:.1f} GiB per GPU, more than the "
+            f"GPU's {gpu_memory_gb:g} GiB (--gpu-memory-gb, run.sh: GPU_MEMORY_GB):\n{result.table()}\n"
+            "use fused kernels (actor_rollout_ref.model.use_fused_kernels=True), fewer tokens per GPU "
+            "(MAX_TOKEN_LEN_PER_GPU) with more sequence parallelism (SP_SIZE), or more GPUs"
+        )
+    return result
+
+
 def _budget(
     config: Any, tokenizer: Any, rows: list[dict[str, Any]], tools: list[dict[str, Any]] | None, reach: Reach
 ) -> Budget:
@@ -482,13 +693,17 @@ def _budget(
     )
 
 
-def reach(config: Any) -> Reach:
+def reach(config: Any, gpu_memory_gb: float = DEFAULT_GPU_MEMORY_GB) -> Reach:
     """Build what main_ppo builds before GPU placement; raise ConfigError on the first contradiction."""
     result = Reach()
+    _check_gateway_reach(config)
     _import_task_runner(config, result)
+    _check_attention(config, result)
     tokenizer = _load_tokenizer(config, result)
     if tokenizer is not None:
         _build_datasets(config, tokenizer, result)
+    result.steps = _check_steps(config, result)
+    result.memory = _check_memory(config, gpu_memory_gb, result)
     rows = _rows(config)
     _check_reward_on_a_right_answer(config, rows, result)
     tools = _tool_schemas(result)
@@ -504,17 +719,38 @@ def reach(config: Any) -> Reach:
     return result
 
 
+def _gpu_memory_option(args: list[str]) -> tuple[float, list[str]]:
+    """`--gpu-memory-gb N` (or `=N`): the memory of one GPU the estimate must fit in; the rest are overrides."""
+    value, rest, index = DEFAULT_GPU_MEMORY_GB, [], 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--gpu-memory-gb" or arg.startswith("--gpu-memory-gb="):
+            text = arg.partition("=")[2] if "=" in arg else (args[index + 1] if index + 1 < len(args) else "")
+            index += 1 if "=" in arg else 2
+            try:
+                value = float(text)
+            except ValueError:
+                raise ConfigError(f"--gpu-memory-gb takes a number of GiB (e.g. 80), got {text!r}") from None
+            if value <= 0:
+                raise ConfigError(f"--gpu-memory-gb must be positive, got {text}")
+            continue
+        rest.append(arg)
+        index += 1
+    return value, rest
+
+
 def main(argv: list[str] | None = None) -> int:
     from omegaconf import OmegaConf
 
     args = list(sys.argv[1:] if argv is None else argv)
     show = "--print" in args
-    overrides = [a for a in args if a != "--print"]
     try:
+        gpu_memory_gb, args = _gpu_memory_option([a for a in args if a != "--print"])
+        overrides = args
         # VeRL prints its own progress; keep stdout for the config and the verdict.
         with contextlib.redirect_stdout(sys.stderr):
             config = check(overrides)
-            reached = reach(config)
+            reached = reach(config, gpu_memory_gb)
     except ConfigError as exc:
         print(f"dry run failed: {exc}", file=sys.stderr)
         return 1
@@ -525,11 +761,14 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(f"NOT reached: {line}" for line in reached.not_reached) or "NOT reached: (nothing)")
     assert reached.budget is not None
     print("episode budget:\n" + reached.budget.table())
+    if reached.memory is not None:
+        print(f"actor memory per GPU (estimate, of {gpu_memory_gb:g} GiB):\n" + reached.memory.table())
+    assert reached.steps is not None
     for warning in reached.budget.warnings():
         print(f"warning: {warning}")
     print(
         f"dry run ok: {len(overrides)} overrides; {config.algorithm.adv_estimator}, "
-        f"{config.trainer.total_training_steps} steps, batch {config.data.train_batch_size} x n={rollout.n}, "
+        f"{reached.steps.line()}; batch {config.data.train_batch_size} x n={rollout.n}, "
         f"agent {rollout.agent.default_agent_loop}, reward "
         f"{config.reward.custom_reward_function.name} from {config.reward.custom_reward_function.path}"
     )
