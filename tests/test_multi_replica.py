@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import psutil
 import pytest
-from gaia_kit.core.contract import GONE_ELSEWHERE, GONE_RESTARTED, GONE_UNREACHABLE, SESSION_GONE
+from gaia_kit.core.contract import BUSY, GONE_ELSEWHERE, GONE_RESTARTED, GONE_UNREACHABLE, SESSION_GONE
 from replicas_harness import Cluster, fail_timeout_s
 
 # The module's cluster starts once (about a minute on 2 quiet cores); the timeout leaves room for a
@@ -69,6 +69,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     env = {"GAIA_HTTP_ALLOW": "127.0.0.1", "READWEB_BACKEND": "", "JINA_API_KEY": "", "TAVILY_API_KEY": ""}
     with Cluster.start(tmp_path_factory.mktemp("replicas"), SERVERS, env=env) as started:
         yield started
+
+
+# 284 sessions open at once on 2 cores fill terminal-controller's slots: the gateway answers busy.
+BUSY_RETRIES = 40
 
 
 @dataclass
@@ -135,10 +139,18 @@ class Session:
         assert note.status_code == 202, note.text
 
     async def call(self, tool: str, **arguments: Any) -> Answer:
+        """One tool call; a busy answer is retried after its retryAfter, as the trainer does."""
         params = {"name": tool, "arguments": arguments}
-        return await self.post(
-            {"jsonrpc": "2.0", "id": next(self._ids), "method": "tools/call", "params": params}
-        )
+        for _ in range(BUSY_RETRIES):
+            answer = await self.post(
+                {"jsonrpc": "2.0", "id": next(self._ids), "method": "tools/call", "params": params}
+            )
+            error = answer.body.get("error") or {}
+            if error.get("code") != BUSY:
+                return answer
+            self.answers.pop()  # a refusal at the door is not a call the session made
+            await asyncio.sleep(min(float(error["data"]["retryAfter"]), 3.0))
+        return answer
 
     async def build_state(self) -> None:
         """A file, and the terminal's directory beside it: the state later calls must find."""
