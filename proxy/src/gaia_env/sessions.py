@@ -6,6 +6,10 @@ state servers keep. It remembers which servers a session called, so ending it te
 New workspaces are admitted only while the gateway holds fewer than `max_sessions` of them and
 the disk under the workspace root has more than `min_free_disk_mb` free: past either, a new
 session is refused at once with the reason, and the sessions already running go on.
+
+Ending a session never fails for its caller (a DELETE, the reaper): a workspace that cannot be
+removed (sandboxed code can build any tree) is logged and kept as an orphan, which the reaper
+and the store's close retry.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gaia_kit.core import quota
+from gaia_kit.core.removal import remove_tree
 
 logger = logging.getLogger("gaia_env.sessions")
 
@@ -74,6 +79,8 @@ class SessionStore:
         """Sessions whose workspace exists: what max_sessions counts."""
         self._on_end = on_end
         self._on_refuse = on_refuse
+        self._orphans: set[Path] = set()
+        """Workspaces of ended sessions that could not be removed yet."""
         root.mkdir(parents=True, exist_ok=True)
         quota.prepare_root(root)
 
@@ -173,11 +180,25 @@ class SessionStore:
         return True
 
     async def _release(self, state: SessionState) -> None:
+        """Tell whoever listens, then remove the workspace; a failure of either is logged, never raised."""
         try:
             if self._on_end:
                 await self._on_end(state)
-        finally:
-            await asyncio.to_thread(_remove, state.workspace)
+        except Exception:
+            logger.exception("telling the servers that session %s ended failed", state.workspace.name)
+        await self._remove_workspace(state.workspace)
+
+    async def _remove_workspace(self, workspace: Path) -> None:
+        if await asyncio.to_thread(_remove, workspace):
+            self._orphans.discard(workspace)
+        else:
+            self._orphans.add(workspace)
+
+    async def remove_orphans(self) -> int:
+        """Retry removing the workspaces that could not be removed when their sessions ended."""
+        for workspace in list(self._orphans):
+            await self._remove_workspace(workspace)
+        return len(self._orphans)
 
     async def reap_idle(self) -> int:
         now = time.monotonic()
@@ -185,19 +206,35 @@ class SessionStore:
             s.key for s in self._sessions.values() if not s.active_calls and now - s.last_used > self.idle_ttl
         ]
         for key in idle:
-            await self.end(key)
+            try:
+                await self.end(key)
+            except Exception:
+                logger.exception("ending idle session %s failed; the reaper goes on", key)
+        await self.remove_orphans()
         return len(idle)
 
     async def reap_forever(self, every: float = 30.0) -> None:
+        """Reap idle sessions every `every` seconds until cancelled; one failing round stops nothing."""
         while True:
             await asyncio.sleep(min(every, self.idle_ttl))
-            await self.reap_idle()
+            try:
+                await self.reap_idle()
+            except Exception:
+                logger.exception("reaping idle sessions failed; retrying in %g s", min(every, self.idle_ttl))
 
     async def close(self) -> None:
         for key in list(self._sessions):
             await self.end(key)
+        if left := await self.remove_orphans():
+            logger.error("%d workspaces could not be removed at shutdown: %s", left, sorted(self._orphans))
 
 
-def _remove(workspace: Path) -> None:
-    shutil.rmtree(workspace, ignore_errors=True)
+def _remove(workspace: Path) -> bool:
+    """Remove a workspace, whatever tree is in it; False (and logged) when something is left."""
+    try:
+        remove_tree(workspace)
+    except OSError as exc:
+        logger.error("could not remove workspace %s (%s); will retry", workspace.name, exc)
+        return False
     quota.release(workspace)
+    return True
