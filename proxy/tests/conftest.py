@@ -68,7 +68,7 @@ async def live_gateway(
     kit_env: SimpleNamespace, tmp_path: Path
 ) -> AsyncIterator[Callable[..., Awaitable[SimpleNamespace]]]:
     """live_gateway(**spec_fields) -> the app over a gateway with the real probe server, started, and
-    an httpx client for it (`.gateway`, `.client`); stopped after the test."""
+    an httpx client for it (`.gateway`, `.client`, `.app`); stopped after the test."""
     stack = contextlib.AsyncExitStack()
 
     async def start(config: GatewayConfig | None = None, **fields: object) -> SimpleNamespace:
@@ -79,7 +79,7 @@ async def live_gateway(
         client = await stack.enter_async_context(
             httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8080")
         )
-        return SimpleNamespace(gateway=gateway, client=client)
+        return SimpleNamespace(gateway=gateway, client=client, app=app)
 
     async with stack:
         yield start

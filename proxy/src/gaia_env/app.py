@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import hmac
 import ipaddress
 import uuid
@@ -19,6 +20,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from . import logs, ops, session_urls
 from .front import MCPEndpoint
 from .gateway import Gateway
+from .selection import CLIENT_SCOPE_KEY
 
 OPEN_PATHS = {"/health"}
 
@@ -78,6 +80,8 @@ class BearerAuth:
     def __init__(self, app: ASGIApp, token: str | None):
         self.app = app
         self.token = token.encode() if token else None
+        # Behind the token, clients are told apart by the token they show (one token: one client).
+        self.client = f"bearer token {hashlib.sha256(self.token).hexdigest()[:12]}" if self.token else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.token is None or scope["type"] != "http" or scope["path"] in OPEN_PATHS:
@@ -86,7 +90,7 @@ class BearerAuth:
         supplied = Headers(scope=scope).get("authorization", "")
         scheme, _, credential = supplied.partition(" ")
         if scheme.lower() == "bearer" and hmac.compare_digest(credential.strip().encode(), self.token):
-            await self.app(scope, receive, send)
+            await self.app({**scope, CLIENT_SCOPE_KEY: self.client}, receive, send)
             return
         response = JSONResponse(
             {

@@ -159,6 +159,20 @@ def _gateway_options(parser: argparse.ArgumentParser) -> None:
         help="sessions with a workspace at once; more are refused (GAIA_MAX_SESSIONS, 0: no limit)",
     )
     parser.add_argument(
+        "--max-sessions-per-client",
+        type=int,
+        default=int(os.environ.get("GAIA_MAX_SESSIONS_PER_CLIENT", SessionLimits.max_sessions_per_client)),
+        help="sessions one client (its bearer token, else its address) may hold at once "
+        "(GAIA_MAX_SESSIONS_PER_CLIENT, 0: no limit)",
+    )
+    parser.add_argument(
+        "--session-evict-after-s",
+        type=float,
+        default=float(os.environ.get("GAIA_SESSION_EVICT_AFTER_S", SessionLimits.evict_after_s)),
+        help="at a session limit, the least recently used session idle this long is ended to make room "
+        "(GAIA_SESSION_EVICT_AFTER_S)",
+    )
+    parser.add_argument(
         "--min-free-disk-mb",
         type=int,
         default=int(os.environ.get("GAIA_MIN_FREE_DISK_MB", SessionLimits.min_free_disk_mb)),
@@ -174,7 +188,12 @@ def make_gateway(args: argparse.Namespace) -> Gateway:
         workspace_root=args.workspace_root.absolute(),
         dataset_dir=args.dataset_dir.absolute(),
         session_ttl=args.session_ttl,
-        session_limits=SessionLimits(args.max_sessions, args.min_free_disk_mb),
+        session_limits=SessionLimits(
+            args.max_sessions,
+            args.min_free_disk_mb,
+            max_sessions_per_client=args.max_sessions_per_client,
+            evict_after_s=args.session_evict_after_s,
+        ),
     )
     return Gateway(specs, config, all_ids=list(registry))
 

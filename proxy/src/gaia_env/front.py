@@ -37,6 +37,7 @@ from .gateway import Gateway
 from .selection import (
     CLIENT_SESSION_HEADER,
     SESSION_HEADER,
+    client_of,
     refused_session_id,
     requested_servers,
     session_key,
@@ -73,9 +74,15 @@ def build_server(gateway: Gateway) -> Server[Any]:
         # The client's progress token stays here; the server gets one of the gateway's own.
         relay = Call(params.name, report=ctx.session.report_progress) if _progress_token(meta) else None
         try:
-            key = session_key(ctx.request.scope, meta) if ctx.request is not None else None
+            scope = ctx.request.scope if ctx.request is not None else None
+            key = session_key(scope, meta) if scope is not None else None
             result = await gateway.call_tool(
-                params.name, params.arguments, selection(ctx), key, relay.progress if relay else None
+                params.name,
+                params.arguments,
+                selection(ctx),
+                key,
+                relay.progress if relay else None,
+                client=client_of(scope) if scope is not None else "",
             )
         except GatewayError as exc:
             raise _sdk_error(exc) from None

@@ -3,9 +3,11 @@
 The store owns every session's lifetime: one idle TTL, for the workspace, the MCP transport and the
 state servers keep. It remembers which servers a session called, so ending it tells only those.
 
-New workspaces are admitted only while the gateway holds fewer than `max_sessions` of them and
-the disk under the workspace root has more than `min_free_disk_mb` free: past either, a new
-session is refused at once with the reason, and the sessions already running go on.
+New workspaces are admitted only while the gateway holds fewer than `max_sessions` of them, the
+client asking holds fewer than `max_sessions_per_client`, and the disk under the workspace root
+has more than `min_free_disk_mb` free. At either session limit the least recently used session
+idle for `evict_after_s` (of that client, for its own limit) is ended to make room; only when none
+is that idle is the new session refused, at once, with the reason. Running sessions go on.
 
 Ending a session never fails for its caller (a DELETE, the reaper): a workspace that cannot be
 removed (sandboxed code can build any tree) is logged and kept as an orphan, which the reaper
@@ -21,6 +23,7 @@ import logging
 import shutil
 import time
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +48,10 @@ class SessionLimits:
     """Keyed sessions with a workspace at once; 0 for no limit."""
     min_free_disk_mb: int = 1024
     """New workspaces are refused while the workspace root's disk has less free than this; 0: never."""
+    max_sessions_per_client: int = 1024
+    """Keyed sessions with a workspace one client may hold at once; 0 for no limit."""
+    evict_after_s: float = 120.0
+    """At a session limit, a session idle this long may be ended to make room for a new one."""
 
 
 @dataclass
@@ -57,6 +64,8 @@ class SessionState:
     """The servers this session called: the ones told when it ends."""
     made: bool = False
     """Its workspace exists (an MCP session has none until its first tool call)."""
+    client: str = ""
+    """Who made its workspace (selection.client_of): what the per-client limit counts."""
 
 
 OnEnd = Callable[[SessionState], Awaitable[None]]
@@ -79,6 +88,10 @@ class SessionStore:
         """Sessions whose workspace exists: what max_sessions counts."""
         self._on_end = on_end
         self._on_refuse = on_refuse
+        self._per_client: Counter[str] = Counter()
+        """Sessions with a workspace, per client."""
+        self.evicted = 0
+        """Idle sessions ended to make room at a session limit, since start."""
         self._orphans: set[Path] = set()
         """Workspaces of ended sessions that could not be removed yet."""
         root.mkdir(parents=True, exist_ok=True)
@@ -94,25 +107,80 @@ class SessionStore:
     def describe(self) -> dict[str, object]:
         """For /ready: how many sessions there are, the limits, and whether new ones are taken."""
         free_mb = self.free_disk_bytes() // 2**20
-        full = bool(self.limits.max_sessions) and len(self) >= self.limits.max_sessions
         return {
             "live": len(self),
             "max_sessions": self.limits.max_sessions,
+            "max_sessions_per_client": self.limits.max_sessions_per_client,
+            "evict_after_s": self.limits.evict_after_s,
+            "evicted": self.evicted,
             "free_disk_mb": free_mb,
             "min_free_disk_mb": self.limits.min_free_disk_mb,
-            "accepting_new": not full and free_mb >= self.limits.min_free_disk_mb,
+            "accepting_new": not self._full() and free_mb >= self.limits.min_free_disk_mb,
         }
 
-    def _admit(self, keyed: bool) -> None:
-        """Raise SessionRefused when a new workspace may not be made now."""
+    def _full(self, client: str | None = None) -> str | None:
+        """The session limit a new session (of `client`) meets with nothing idle enough to evict, or None."""
+        per_client = self.limits.max_sessions_per_client
+        if client is not None and per_client and self._per_client[client] >= per_client:
+            if self._evictable(client) is None:
+                return "per_client"
         limit = self.limits.max_sessions
-        if keyed and limit and len(self) >= limit:
-            self._refuse(
-                "max_sessions",
-                f"The gateway already holds its maximum of {limit} sessions (GAIA_MAX_SESSIONS), so no "
-                "new session can start now. End finished sessions (DELETE /sessions/<id>, or DELETE /mcp "
-                "with their X-Session-Id or Mcp-Session-Id) or retry when idle ones expire.",
+        if limit and len(self) >= limit and self._evictable(None) is None:
+            return "max_sessions"
+        return None
+
+    def _evictable(self, client: str | None) -> SessionState | None:
+        """The least recently used session idle at least evict_after_s (of `client`, if given)."""
+        cutoff = time.monotonic() - self.limits.evict_after_s
+        chosen: SessionState | None = None
+        for state in self._sessions.values():
+            if not state.made or state.active_calls or state.last_used > cutoff:
+                continue
+            if (client is None or state.client == client) and (
+                chosen is None or state.last_used < chosen.last_used
+            ):
+                chosen = state
+        return chosen
+
+    async def _make_room(self, client: str) -> None:
+        """Evict idle sessions as the limits need, or raise SessionRefused; then check the disk."""
+        # Loops: while one eviction awaits its removal, another new session may take the room.
+        per_client = self.limits.max_sessions_per_client
+        while per_client and self._per_client[client] >= per_client:
+            await self._evict(client, "per_client")
+        limit = self.limits.max_sessions
+        while limit and len(self) >= limit:
+            await self._evict(None, "max_sessions")
+        self._check_disk()
+
+    async def _evict(self, client: str | None, limit: str) -> None:
+        victim = self._evictable(client)
+        if victim is None:
+            self._refuse(limit, self._refusal(limit))
+            return
+        self.evicted += 1
+        idle = time.monotonic() - victim.last_used
+        logger.info("evicting session idle %.0f s to make room (%s): %s", idle, limit, victim.workspace.name)
+        await self.end(victim.key)
+
+    def _refusal(self, limit: str) -> str:
+        ending = (
+            "End finished sessions (DELETE /sessions/<id>, or DELETE /mcp with their X-Session-Id or "
+            "Mcp-Session-Id) or retry later: a session idle for "
+            f"{self.limits.evict_after_s:g} s (GAIA_SESSION_EVICT_AFTER_S) is ended to make room."
+        )
+        if limit == "per_client":
+            return (
+                f"This client already holds its maximum of {self.limits.max_sessions_per_client} sessions "
+                "(GAIA_MAX_SESSIONS_PER_CLIENT; clients are told apart by bearer token, else by address), "
+                f"so no new session of it can start now. {ending}"
             )
+        return (
+            f"The gateway already holds its maximum of {self.limits.max_sessions} sessions "
+            f"(GAIA_MAX_SESSIONS), so no new session can start now. {ending}"
+        )
+
+    def _check_disk(self) -> None:
         free_mb = self.free_disk_bytes() // 2**20
         if free_mb < self.limits.min_free_disk_mb:
             self._refuse(
@@ -128,9 +196,12 @@ class SessionStore:
         logger.warning("new session refused: %s", reason)
         raise SessionRefused(reason, message)
 
-    def check_new(self) -> None:
-        """Raise SessionRefused when a new session could not get a workspace now (POST /sessions)."""
-        self._admit(keyed=True)
+    def check_new(self, client: str = "") -> None:
+        """Raise SessionRefused when a new session of `client` could not get a workspace now
+        (POST /sessions: minting keeps nothing, so nothing is evicted yet)."""
+        if limit := self._full(client):
+            self._refuse(limit, self._refusal(limit))
+        self._check_disk()
 
     def touch(self, key: str) -> SessionState:
         """The session with this key, registered on first sight (its workspace is made on first use)."""
@@ -144,10 +215,11 @@ class SessionStore:
         return state
 
     @contextlib.asynccontextmanager
-    async def use(self, key: str | None, server: str) -> AsyncIterator[SessionState]:
-        """A call's session; a call with no key gets a fresh workspace that is removed after it."""
+    async def use(self, key: str | None, server: str, client: str = "") -> AsyncIterator[SessionState]:
+        """A call's session; a call with no key gets a fresh workspace that is removed after it.
+        `client` (selection.client_of) is who asks: a new session counts against its limit."""
         if key is None:
-            self._admit(keyed=False)
+            self._check_disk()
             state = SessionState(f"ephemeral-{uuid.uuid4().hex}", self.root / f"e-{uuid.uuid4().hex}")
             state.servers.add(server)
             state.workspace.mkdir(parents=True)
@@ -156,12 +228,15 @@ class SessionStore:
             finally:
                 await self._release(state)
             return
+        known = self._sessions.get(key)
+        if known is None or not known.made:
+            await self._make_room(client)  # a refused key is not registered: it keeps no memory
         state = self.touch(key)
         if not state.made:
-            self._admit(keyed=True)
             state.workspace.mkdir(parents=True, exist_ok=True)
-            state.made = True
+            state.made, state.client = True, client
             self._workspaces += 1
+            self._per_client[client] += 1
         state.servers.add(server)
         state.active_calls += 1
         try:
@@ -174,7 +249,11 @@ class SessionStore:
         state = self._sessions.pop(key, None)
         if state is None:
             return False
-        self._workspaces -= state.made
+        if state.made:
+            self._workspaces -= 1
+            self._per_client[state.client] -= 1
+            if not self._per_client[state.client]:
+                del self._per_client[state.client]
         await self._release(state)
         logger.info("session ended, workspace removed: %s", state.workspace.name)
         return True
