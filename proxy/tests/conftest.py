@@ -83,3 +83,31 @@ async def live_gateway(
 
     async with stack:
         yield start
+
+
+async def _initialize(client: httpx.AsyncClient) -> str:
+    """Open an MCP session (initialize, then notifications/initialized); its Mcp-Session-Id."""
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    params = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    }
+    reply = await client.post(
+        "/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}, headers=headers
+    )
+    assert reply.status_code == 200, reply.text
+    session = reply.headers["mcp-session-id"]
+    notified = await client.post(
+        "/mcp",
+        json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+        headers={**headers, "Mcp-Session-Id": session},
+    )
+    assert notified.status_code == 202, notified.text
+    return session
+
+
+@pytest.fixture
+def mcp_initialize() -> Callable[[httpx.AsyncClient], Awaitable[str]]:
+    """mcp_initialize(client) -> the Mcp-Session-Id of a new MCP session, initialized."""
+    return _initialize

@@ -26,30 +26,6 @@ def call(tool: str, arguments: dict[str, Any], request_id: int = 1) -> dict[str,
     return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
 
 
-async def initialize(client: httpx.AsyncClient) -> str:
-    reply = await post(
-        client,
-        {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "test", "version": "1"},
-            },
-        },
-        Accept="application/json",
-    )
-    assert reply.status_code == 200, reply.text
-    session = reply.headers["mcp-session-id"]
-    notified = await post(
-        client, {"jsonrpc": "2.0", "method": "notifications/initialized"}, **{"Mcp-Session-Id": session}
-    )
-    assert notified.status_code == 202, notified.text
-    return session
-
-
 async def test_a_lone_surrogate_in_arguments_is_an_error_result_at_once(live_gateway) -> None:
     live = await live_gateway(timeout=30)  # today's deadline: the answer must not wait for it
     reply = await post(live.client, call("echo", {"text": LONE}), **{"X-Session-Id": "s1"})
@@ -75,9 +51,9 @@ async def test_a_lone_surrogate_in_arguments_is_an_error_result_at_once(live_gat
     assert paired.json()["result"]["content"][0]["text"] == "😀"
 
 
-async def test_the_same_answer_inside_an_mcp_session(live_gateway) -> None:
+async def test_the_same_answer_inside_an_mcp_session(live_gateway, mcp_initialize) -> None:
     live = await live_gateway(timeout=30)
-    session = await initialize(live.client)
+    session = await mcp_initialize(live.client)
     reply = await post(live.client, call("echo", {"text": LONE}, 5), **{"Mcp-Session-Id": session})
     assert reply.status_code == 200, reply.text
     result = reply.json()["result"]

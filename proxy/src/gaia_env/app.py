@@ -32,6 +32,8 @@ class HttpConfig:
     allowed_hosts: list[str] = field(default_factory=list)
     insecure: bool = False
     max_body_bytes: int = 16 * 1024 * 1024
+    max_header_bytes: int = 16 * 1024
+    """Names and values of all request headers together; a larger set is answered 431."""
 
 
 def is_loopback(host: str) -> bool:
@@ -71,7 +73,29 @@ def create_app(gateway: Gateway, config: HttpConfig) -> ASGIApp:
     routes += session_urls.routes(gateway, security)
     routes += [Route(path, endpoint=fn, methods=["GET"]) for path, fn in ops.routes_for(gateway).items()]
     app = Starlette(routes=routes, lifespan=lifespan)
-    return RequestIds(BearerAuth(app, config.auth_token))
+    return HeaderLimit(RequestIds(BearerAuth(app, config.auth_token)), config.max_header_bytes)
+
+
+class HeaderLimit:
+    """Request headers over the limit get 431 before anything reads them (a 100 KB header set was
+    served, and a session kept what came with it)."""
+
+    def __init__(self, app: ASGIApp, limit: int):
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            size = sum(len(name) + len(value) for name, value in scope["headers"])
+            if size > self.limit:
+                message = (
+                    f"Request headers are {size} bytes, over the limit of {self.limit} "
+                    "(gaia-env serve --max-header-kb, GAIA_MAX_HEADER_KB); send shorter headers."
+                )
+                body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+                await JSONResponse(body, status_code=431)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class BearerAuth:

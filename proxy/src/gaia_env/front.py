@@ -43,6 +43,7 @@ from .selection import (
     session_key,
     url_session,
 )
+from .sessions import SessionRefused
 
 # The SDK's JSON parser (pydantic-core) stops at this depth; Python's json module at about 1,000,
 # by raising RecursionError. One limit for every path keeps the answer the same: -32700.
@@ -223,6 +224,11 @@ class MCPEndpoint:
             await _jsonrpc_error(400, PARSE_ERROR, error)(scope, receive, send)
             return
         if _is_initialize(message):
+            try:
+                await self.gateway.sessions.admit_unused()
+            except SessionRefused as exc:
+                await _jsonrpc_error(503, INVALID_REQUEST, str(exc))(scope, receive, send)
+                return
             manager = self.streaming if streams else self.stateful
             await manager.handle_request(scope, receive, self._registering(send))
             return

@@ -48,11 +48,11 @@ class Metrics:
         )
         self.sessions_refused = Counter(
             "gaia_env_sessions_refused",
-            "New sessions refused, by reason (max_sessions, per_client, disk_floor).",
+            "New sessions refused, by reason (max_sessions, per_client, max_unused, disk_floor).",
             ["reason"],
             registry=self.registry,
         )
-        for reason in ("max_sessions", "per_client", "disk_floor"):
+        for reason in ("max_sessions", "per_client", "max_unused", "disk_floor"):
             self.sessions_refused.labels(reason)  # every series exists from the start, at 0
 
     def watch_sessions(

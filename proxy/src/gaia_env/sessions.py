@@ -52,6 +52,10 @@ class SessionLimits:
     """Keyed sessions with a workspace one client may hold at once; 0 for no limit."""
     evict_after_s: float = 120.0
     """At a session limit, a session idle this long may be ended to make room for a new one."""
+    max_unused_sessions: int = 1024
+    """MCP sessions that have not called a tool yet (no workspace), at once; 0 for no limit."""
+    unused_ttl_s: float = 300.0
+    """An MCP session that has not called a tool yet ends after this long idle."""
 
 
 @dataclass
@@ -113,6 +117,8 @@ class SessionStore:
             "max_sessions_per_client": self.limits.max_sessions_per_client,
             "evict_after_s": self.limits.evict_after_s,
             "evicted": self.evicted,
+            "unused_mcp_sessions": self.unused(),
+            "max_unused_sessions": self.limits.max_unused_sessions,
             "free_disk_mb": free_mb,
             "min_free_disk_mb": self.limits.min_free_disk_mb,
             "accepting_new": not self._full() and free_mb >= self.limits.min_free_disk_mb,
@@ -279,11 +285,39 @@ class SessionStore:
             await self._remove_workspace(workspace)
         return len(self._orphans)
 
+    def unused(self) -> int:
+        """MCP sessions registered (initialized) that have not called a tool yet."""
+        return len(self._sessions) - self._workspaces
+
+    async def admit_unused(self) -> None:
+        """Make room for one more MCP session that has not called a tool yet (an `initialize`), or
+        raise SessionRefused: each holds the SDK's transport in memory until it ends."""
+        limit = self.limits.max_unused_sessions
+        if not limit or self.unused() < limit:
+            return
+        now = time.monotonic()
+        expired = [s.key for s in self._sessions.values() if self._expired(s, now)]
+        for key in expired:
+            await self.end(key)
+        if self.unused() >= limit:
+            self._refuse(
+                "max_unused",
+                f"The gateway already holds its maximum of {limit} MCP sessions that have not called a "
+                f"tool yet (GAIA_MAX_UNUSED_SESSIONS); each ends after {self._unused_ttl():g} s without "
+                "a call (GAIA_UNUSED_SESSION_TTL). Retry shortly, or call tools without initialize "
+                "(one bare JSON-RPC POST with an X-Session-Id header).",
+            )
+
+    def _unused_ttl(self) -> float:
+        return min(self.idle_ttl, self.limits.unused_ttl_s)
+
+    def _expired(self, state: SessionState, now: float) -> bool:
+        ttl = self.idle_ttl if state.made else self._unused_ttl()
+        return not state.active_calls and now - state.last_used > ttl
+
     async def reap_idle(self) -> int:
         now = time.monotonic()
-        idle = [
-            s.key for s in self._sessions.values() if not s.active_calls and now - s.last_used > self.idle_ttl
-        ]
+        idle = [s.key for s in self._sessions.values() if self._expired(s, now)]
         for key in idle:
             try:
                 await self.end(key)
@@ -294,12 +328,13 @@ class SessionStore:
 
     async def reap_forever(self, every: float = 30.0) -> None:
         """Reap idle sessions every `every` seconds until cancelled; one failing round stops nothing."""
+        pause = min(every, self.idle_ttl, self._unused_ttl())
         while True:
-            await asyncio.sleep(min(every, self.idle_ttl))
+            await asyncio.sleep(pause)
             try:
                 await self.reap_idle()
             except Exception:
-                logger.exception("reaping idle sessions failed; retrying in %g s", min(every, self.idle_ttl))
+                logger.exception("reaping idle sessions failed; retrying in %g s", pause)
 
     async def close(self) -> None:
         for key in list(self._sessions):
