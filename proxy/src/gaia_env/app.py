@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import hmac
 import ipaddress
 import uuid
@@ -19,6 +20,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from . import logs, ops, session_urls
 from .front import MCPEndpoint
 from .gateway import Gateway
+from .selection import CLIENT_SCOPE_KEY
 from .served import ReplicaHeader, sessions_route
 
 OPEN_PATHS = {"/health"}
@@ -31,6 +33,8 @@ class HttpConfig:
     allowed_hosts: list[str] = field(default_factory=list)
     insecure: bool = False
     max_body_bytes: int = 16 * 1024 * 1024
+    max_header_bytes: int = 16 * 1024
+    """Names and values of all request headers together; a larger set is answered 431."""
 
 
 def is_loopback(host: str) -> bool:
@@ -71,7 +75,32 @@ def create_app(gateway: Gateway, config: HttpConfig) -> ASGIApp:
     routes += [Route(path, endpoint=fn, methods=["GET"]) for path, fn in ops.routes_for(gateway).items()]
     routes.append(Route("/sessions", endpoint=sessions_route(gateway), methods=["GET"]))
     app = Starlette(routes=routes, lifespan=lifespan)
-    return ReplicaHeader(RequestIds(BearerAuth(app, config.auth_token)), str(gateway.config.replica))
+    return HeaderLimit(
+        ReplicaHeader(RequestIds(BearerAuth(app, config.auth_token)), str(gateway.config.replica)),
+        config.max_header_bytes,
+    )
+
+
+class HeaderLimit:
+    """Request headers over the limit get 431 before anything reads them (a 100 KB header set was
+    served, and a session kept what came with it)."""
+
+    def __init__(self, app: ASGIApp, limit: int):
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            size = sum(len(name) + len(value) for name, value in scope["headers"])
+            if size > self.limit:
+                message = (
+                    f"Request headers are {size} bytes, over the limit of {self.limit} "
+                    "(gaia-env serve --max-header-kb, GAIA_MAX_HEADER_KB); send shorter headers."
+                )
+                body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+                await JSONResponse(body, status_code=431)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class BearerAuth:
@@ -80,6 +109,8 @@ class BearerAuth:
     def __init__(self, app: ASGIApp, token: str | None):
         self.app = app
         self.token = token.encode() if token else None
+        # Behind the token, clients are told apart by the token they show (one token: one client).
+        self.client = f"bearer token {hashlib.sha256(self.token).hexdigest()[:12]}" if self.token else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.token is None or scope["type"] != "http" or scope["path"] in OPEN_PATHS:
@@ -88,7 +119,7 @@ class BearerAuth:
         supplied = Headers(scope=scope).get("authorization", "")
         scheme, _, credential = supplied.partition(" ")
         if scheme.lower() == "bearer" and hmac.compare_digest(credential.strip().encode(), self.token):
-            await self.app(scope, receive, send)
+            await self.app({**scope, CLIENT_SCOPE_KEY: self.client}, receive, send)
             return
         response = JSONResponse(
             {

@@ -24,7 +24,7 @@ from starlette.types import Receive, Scope
 
 from .errors import GatewayError
 from .gateway import Gateway
-from .selection import requested_servers, session_key
+from .selection import client_of, requested_servers, session_key
 
 FAST_METHODS = {"tools/list", "tools/call", "ping"}
 
@@ -71,7 +71,9 @@ class BareRequests:
         with anyio.CancelScope() as call:
             watcher = asyncio.create_task(_cancel_on_disconnect(receive, call))
             try:
-                result = await self.gateway.call_tool(name, arguments, selection, session)
+                result = await self.gateway.call_tool(
+                    name, arguments, selection, session, client=client_of(scope)
+                )
             finally:
                 watcher.cancel()
         if call.cancelled_caught:

@@ -52,6 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="allow a non-loopback --host without MCP_AUTH_TOKEN (anyone who reaches it can run tools)",
     )
     serve.add_argument("--max-body-mb", type=float, default=16.0, help="request body limit in MiB")
+    serve.add_argument(
+        "--max-header-kb",
+        type=float,
+        default=float(os.environ.get("GAIA_MAX_HEADER_KB", "16")),
+        help="limit in KiB on a request's headers, names and values together; more is answered 431 "
+        "(GAIA_MAX_HEADER_KB)",
+    )
     serve.add_argument("--log-level", default=os.environ.get("GAIA_LOG_LEVEL", "info"))
     serve.add_argument(
         "--vnc",
@@ -159,6 +166,34 @@ def _gateway_options(parser: argparse.ArgumentParser) -> None:
         help="sessions with a workspace at once; more are refused (GAIA_MAX_SESSIONS, 0: no limit)",
     )
     parser.add_argument(
+        "--max-sessions-per-client",
+        type=int,
+        default=int(os.environ.get("GAIA_MAX_SESSIONS_PER_CLIENT", SessionLimits.max_sessions_per_client)),
+        help="sessions one client (its bearer token, else its address) may hold at once "
+        "(GAIA_MAX_SESSIONS_PER_CLIENT, 0: no limit)",
+    )
+    parser.add_argument(
+        "--session-evict-after-s",
+        type=float,
+        default=float(os.environ.get("GAIA_SESSION_EVICT_AFTER_S", SessionLimits.evict_after_s)),
+        help="at a session limit, the least recently used session idle this long is ended to make room "
+        "(GAIA_SESSION_EVICT_AFTER_S)",
+    )
+    parser.add_argument(
+        "--max-unused-sessions",
+        type=int,
+        default=int(os.environ.get("GAIA_MAX_UNUSED_SESSIONS", SessionLimits.max_unused_sessions)),
+        help="MCP sessions that have not called a tool yet, at once; more initialize calls are answered "
+        "503 (GAIA_MAX_UNUSED_SESSIONS, 0: no limit)",
+    )
+    parser.add_argument(
+        "--unused-session-ttl",
+        type=float,
+        default=float(os.environ.get("GAIA_UNUSED_SESSION_TTL", SessionLimits.unused_ttl_s)),
+        help="seconds an MCP session that has not called a tool yet lives without a call "
+        "(GAIA_UNUSED_SESSION_TTL)",
+    )
+    parser.add_argument(
         "--min-free-disk-mb",
         type=int,
         default=int(os.environ.get("GAIA_MIN_FREE_DISK_MB", SessionLimits.min_free_disk_mb)),
@@ -174,7 +209,14 @@ def make_gateway(args: argparse.Namespace, serving: bool = False) -> Gateway:
         workspace_root=args.workspace_root.absolute(),
         dataset_dir=args.dataset_dir.absolute(),
         session_ttl=args.session_ttl,
-        session_limits=SessionLimits(args.max_sessions, args.min_free_disk_mb),
+        session_limits=SessionLimits(
+            args.max_sessions,
+            args.min_free_disk_mb,
+            max_sessions_per_client=args.max_sessions_per_client,
+            evict_after_s=args.session_evict_after_s,
+            max_unused_sessions=args.max_unused_sessions,
+            unused_ttl_s=args.unused_session_ttl,
+        ),
         # Replicas behind one load balancer record their sessions' owners where they share the cache.
         owners_url=_cache_url() if serving else "",
         own_root=serving,
@@ -244,6 +286,7 @@ def _serve(args: argparse.Namespace, token: str | None) -> int:
         allowed_hosts=[h.strip() for h in args.allowed_hosts.split(",") if h.strip()],
         insecure=args.insecure,
         max_body_bytes=int(args.max_body_mb * 1024 * 1024),
+        max_header_bytes=int(args.max_header_kb * 1024),
     )
     app = create_app(gateway, http)
     config = uvicorn.Config(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -24,7 +25,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_REQUEST, PARSE_ERROR
+from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
@@ -36,11 +37,13 @@ from .gateway import Gateway
 from .selection import (
     CLIENT_SESSION_HEADER,
     SESSION_HEADER,
+    client_of,
     refused_session_id,
     requested_servers,
     session_key,
     url_session,
 )
+from .sessions import SessionRefused
 
 # The SDK's JSON parser (pydantic-core) stops at this depth; Python's json module at about 1,000,
 # by raising RecursionError. One limit for every path keeps the answer the same: -32700.
@@ -72,9 +75,15 @@ def build_server(gateway: Gateway) -> Server[Any]:
         # The client's progress token stays here; the server gets one of the gateway's own.
         relay = Call(params.name, report=ctx.session.report_progress) if _progress_token(meta) else None
         try:
-            key = session_key(ctx.request.scope, meta) if ctx.request is not None else None
+            scope = ctx.request.scope if ctx.request is not None else None
+            key = session_key(scope, meta) if scope is not None else None
             result = await gateway.call_tool(
-                params.name, params.arguments, selection(ctx), key, relay.progress if relay else None
+                params.name,
+                params.arguments,
+                selection(ctx),
+                key,
+                relay.progress if relay else None,
+                client=client_of(scope) if scope is not None else "",
             )
         except GatewayError as exc:
             raise _sdk_error(exc) from None
@@ -172,6 +181,18 @@ class MCPEndpoint:
         if problem := refused_session_id(scope):  # refused before anything is opened or kept
             await _jsonrpc_error(400, INVALID_REQUEST, problem)(scope, receive, send)
             return
+        if method == "POST":
+            body = await _read_body(receive, self.max_body)
+            if body is None:
+                error = f"Request body over {self.max_body} bytes."
+                await _jsonrpc_error(413, INVALID_REQUEST, error)(scope, receive, send)
+                return
+            if refusal := _invalid_unicode_answer(body):
+                await refusal(scope, receive, send)
+                return
+            receive = _replay(body, receive)
+        else:
+            body = b""
         if session_id:
             manager = self._session_manager(session_id)
             if session_id in manager._server_instances:  # a live session: its use keeps it
@@ -204,29 +225,28 @@ class MCPEndpoint:
         if method != "POST":
             await self.stateful.handle_request(scope, receive, send)
             return
-        body = await _read_body(receive, self.max_body)
-        if body is None:
-            await _jsonrpc_error(413, INVALID_REQUEST, f"Request body over {self.max_body} bytes.")(
-                scope, receive, send
-            )
-            return
         message = _parse(body)
         if _nests_too_deep(body, message):
             error = f"Parse error: the JSON nests more than {MAX_JSON_DEPTH} levels deep."
             await _jsonrpc_error(400, PARSE_ERROR, error)(scope, receive, send)
             return
         if _is_initialize(message):
+            try:
+                await self.gateway.sessions.admit_unused()
+            except SessionRefused as exc:
+                await _jsonrpc_error(503, INVALID_REQUEST, str(exc))(scope, receive, send)
+                return
             manager = self.streaming if streams else self.stateful
-            await manager.handle_request(scope, _replay(body, receive), self._registering(send))
+            await manager.handle_request(scope, receive, self._registering(send))
             return
         if streams and b"progressToken" in body:  # progress needs an SSE answer: the SDK writes it
-            await self.stateless_streaming.handle_request(scope, _replay(body, receive), send)
+            await self.stateless_streaming.handle_request(scope, receive, send)
             return
         fast = await self.bare.answer(message, scope, receive) if message is not _UNPARSED else None
         if fast is not None:
             await fast(scope, receive, send)
             return
-        await self.stateless.handle_request(scope, _replay(body, receive), send)
+        await self.stateless.handle_request(scope, receive, send)
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes | None:
@@ -309,6 +329,74 @@ def _nests_too_deep(body: bytes, value: Any) -> bool:
         children = item.values() if isinstance(item, dict) else item
         stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
     return False
+
+
+# A JSON escape of a UTF-16 surrogate: the only way text that is not valid Unicode reaches us.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _invalid_unicode_answer(body: bytes) -> JSONResponse | None:
+    """The answer to a body whose strings hold a lone surrogate ("\\ud800"), or None.
+
+    Such text cannot be encoded to reach a server (the SDK's parser refuses it with a puzzling
+    parse error; Python's accepts it, and the call then held a server slot until its deadline).
+    In a call's arguments it is the model's to correct, so it gets an isError result; anywhere
+    else the request is invalid (-32602)."""
+    if not _SURROGATE_ESCAPE.search(body):
+        return None
+    message = _parse(body)
+    where = None if message is _UNPARSED or message is _TOO_DEEP else _lone_surrogate(message)
+    if where is None:
+        return None
+    request_id = message.get("id") if isinstance(message, dict) else None
+    if (
+        isinstance(message, dict)
+        and message.get("method") == "tools/call"
+        and where[:2] == ["params", "arguments"]
+    ):
+        tool = _printable(str(message["params"].get("name")))
+        text = f"Invalid arguments for {tool}: {_surrogate_problem(where[2:] or ['arguments'])}"
+        result = {"content": [{"type": "text", "text": text}], "isError": True}
+        return JSONResponse({"jsonrpc": "2.0", "id": request_id, "result": result})
+    error = {"code": INVALID_PARAMS, "message": f"Invalid params: {_surrogate_problem(where)}"}
+    status = 200 if request_id is not None else 400
+    return JSONResponse({"jsonrpc": "2.0", "id": request_id, "error": error}, status_code=status)
+
+
+def _surrogate_problem(where: list[str]) -> str:
+    return (
+        f"'{_printable('.'.join(where))}' holds a lone surrogate (a \\ud800-\\udfff escape without its "
+        "pair), which is not valid Unicode; send the text as valid UTF-8."
+    )
+
+
+def _printable(text: str) -> str:
+    return text.encode("utf-8", "backslashreplace").decode()[:200]
+
+
+def _lone_surrogate(value: Any) -> list[str] | None:
+    """The path to the first string (or object key) that is not valid Unicode, or None."""
+    stack: list[tuple[list[str], Any]] = [([], value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if not _encodes(key):
+                    return [*path, key]
+                stack.append(([*path, key], child))
+        elif isinstance(item, list):
+            stack.extend(([*path, str(index)], child) for index, child in enumerate(item))
+        elif isinstance(item, str) and not _encodes(item):
+            return path
+    return None
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _is_initialize(message: Any) -> bool:

@@ -200,12 +200,14 @@ class Gateway:
         selection: tuple[str, ...],
         session_key: str | None,
         on_progress: Progress | None = None,
+        client: str = "",
     ) -> dict[str, Any]:
         """Run one tool call; invalid arguments, tool and pool failures come back as an isError result
         (the model can correct those); an unknown tool or server is a GatewayError.
 
         `on_progress` receives the server's progress notifications; cancelling the awaiting task
-        cancels the call in the server (notifications/cancelled)."""
+        cancels the call in the server (notifications/cancelled). `client` (selection.client_of) is
+        who asks: a new session counts against its per-client limit."""
         route = self.route(name, selection)
         arguments = arguments or {}
         if problem := self.invalid_arguments(route, arguments):
@@ -218,7 +220,7 @@ class Gateway:
         try:
             if session_key is not None and not self.sessions.holds(session_key):
                 await self.owners.claim(session_key)
-            async with self.sessions.use(session_key, route.server) as session:
+            async with self.sessions.use(session_key, route.server, client) as session:
                 meta = {SESSION_ID_KEY: session.key, WORKSPACE_KEY: str(session.workspace)}
                 params = {"name": route.tool, "arguments": arguments, "_meta": meta}
                 result = await pool.call("tools/call", params, session.key, on_progress)

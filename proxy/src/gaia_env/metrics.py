@@ -48,12 +48,12 @@ class Metrics:
         )
         self.sessions_refused = Counter(
             "gaia_env_sessions_refused",
-            "New sessions refused, by reason (max_sessions, disk_floor).",
+            "New sessions refused, by reason (max_sessions, per_client, max_unused, disk_floor).",
             ["reason"],
             registry=self.registry,
         )
-        for reason in ("max_sessions", "disk_floor"):
-            self.sessions_refused.labels(reason)  # both series exist from the start, at 0
+        for reason in ("max_sessions", "per_client", "max_unused", "disk_floor"):
+            self.sessions_refused.labels(reason)  # every series exists from the start, at 0
 
     def watch_sessions(
         self, count: Callable[[], int], free_disk: Callable[[], int], max_sessions: int, min_free_mb: int

@@ -22,6 +22,8 @@ URL_SESSION_PARAM = "session_id"
 
 SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 """A session id a client chooses: it goes into URLs, logs and the store's keys, so it is bounded."""
+CLIENT_SCOPE_KEY = "gaia_env.client"
+"""Set in the ASGI scope by the bearer check (app.BearerAuth) when a token was required and shown."""
 
 
 class InvalidSessionId(InvalidRequest):
@@ -61,12 +63,27 @@ def session_id_problem(key: str, where: str) -> str | None:
 
 
 def refused_session_id(scope: Scope) -> str | None:
-    """Why the session id in the request's URL or X-Session-Id header is refused, or None."""
-    if (key := url_session(scope)) is not None:
-        return session_id_problem(key, "the URL")
-    if (key := Headers(scope=scope).get(CLIENT_SESSION_HEADER)) is not None:
-        return session_id_problem(key, "the X-Session-Id header")
+    """Why a session id in the request's URL, Mcp-Session-Id or X-Session-Id header is refused, or None."""
+    if (key := url_session(scope)) is not None and (problem := session_id_problem(key, "the URL")):
+        return problem
+    headers = Headers(scope=scope)
+    # The SDK's own ids (uuid4 hex) fit the bound; anything longer is refused before the SDK sees it.
+    for header, where in (
+        (SESSION_HEADER, "the Mcp-Session-Id header"),
+        (CLIENT_SESSION_HEADER, "the X-Session-Id header"),
+    ):
+        if (key := headers.get(header)) is not None and (problem := session_id_problem(key, where)):
+            return problem
     return None
+
+
+def client_of(scope: Scope) -> str:
+    """Who is asking, for the per-client session limit: the bearer token when the gateway requires
+    one (every holder of the one MCP_AUTH_TOKEN is one client), else the client's address."""
+    if identity := scope.get(CLIENT_SCOPE_KEY):
+        return str(identity)
+    client = scope.get("client")
+    return f"address {client[0]}" if client else "address unknown"
 
 
 def session_key(scope: Scope, meta: dict[str, Any] | None) -> str | None:
@@ -78,7 +95,7 @@ def session_key(scope: Scope, meta: dict[str, Any] | None) -> str | None:
         return _checked(key, "the URL")
     headers = Headers(scope=scope)
     if key := headers.get(SESSION_HEADER):
-        return key  # the SDK's own id: it answers 404 to an id it did not give out
+        return _checked(key, "the Mcp-Session-Id header")  # the SDK's own id: it 404s an id it did not give
     if key := headers.get(CLIENT_SESSION_HEADER):
         return _checked(key, "the X-Session-Id header")
     for name in META_SESSION_KEYS:

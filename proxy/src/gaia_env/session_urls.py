@@ -21,7 +21,7 @@ from starlette.routing import Route
 from starlette.types import Scope
 
 from .gateway import Gateway
-from .selection import URL_SESSION_PARAM, session_id_problem
+from .selection import URL_SESSION_PARAM, client_of, session_id_problem
 from .sessions import SessionRefused
 
 SESSION_PATH = "/sessions/{session_id}/mcp"
@@ -63,7 +63,7 @@ def routes(gateway: Gateway, security: TransportSecuritySettings) -> list[Route]
         if refusal := await guard.validate_request(request):
             return refusal
         try:
-            gateway.sessions.check_new()
+            gateway.sessions.check_new(client_of(request.scope))
         except SessionRefused as exc:
             return _error(503, str(exc))
         # Nothing is stored until the first call: any replica behind a load balancer can mint the id,

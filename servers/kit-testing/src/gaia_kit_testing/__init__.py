@@ -1,10 +1,20 @@
 """gaia_kit_testing: what gaia-env's tests and benchmarks share, kept out of the kit that servers ship.
 
-`from gaia_kit_testing import session_call, ok, failed` for the checks; the fixtures (kit_env,
+`from gaia_kit_testing import session_call, ok, failed` for the checks (`build_deep_tree` for removals); the fixtures (kit_env,
 fake_web, ...) come from `gaia_kit_testing.fixtures`, which the root conftest loads as a plugin; the
 fakes live in `fake_web`, `fake_search`, `fake_openai`, on `loopback`'s server.
 """
 
 from .checks import SPOKEN_SENTENCE, failed, ok, run_measured, sent_content, session_call, text
+from .trees import build_deep_tree
 
-__all__ = ["SPOKEN_SENTENCE", "failed", "ok", "run_measured", "sent_content", "session_call", "text"]
+__all__ = [
+    "SPOKEN_SENTENCE",
+    "build_deep_tree",
+    "failed",
+    "ok",
+    "run_measured",
+    "sent_content",
+    "session_call",
+    "text",
+]

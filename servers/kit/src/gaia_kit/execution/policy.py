@@ -7,15 +7,15 @@ is checked by its program name, after leading `VAR=value` assignments and wrappe
 
 from __future__ import annotations
 
-import shlex
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import PurePosixPath
-from typing import Literal
+from typing import Literal, NamedTuple
 
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-SEPARATORS = {";", "&&", "||", "|", "&", "|&", ";;", "(", ")", "\n"}
 WRAPPERS = {"env", "nice", "nohup", "time", "timeout", "stdbuf", "command", "exec", "xargs"}
 DEFAULT_DENY = (
     "sudo,su,doas,shutdown,reboot,halt,poweroff,init,systemctl,service,mount,umount,"
@@ -29,7 +29,8 @@ DEFAULT_ALLOW = (
 
 
 class PolicySettings(BaseSettings):
-    """GAIA_TERMINAL_POLICY (denylist|allowlist), GAIA_TERMINAL_DENY, GAIA_TERMINAL_ALLOW (comma lists)."""
+    """GAIA_TERMINAL_POLICY (denylist|allowlist), GAIA_TERMINAL_DENY, GAIA_TERMINAL_ALLOW (comma lists),
+    GAIA_TERMINAL_MAX_TIMEOUT_S, GAIA_TERMINAL_MAX_COMMAND_BYTES."""
 
     model_config = SettingsConfigDict(env_prefix="GAIA_TERMINAL_", extra="ignore")
 
@@ -38,6 +39,8 @@ class PolicySettings(BaseSettings):
     allow: str = DEFAULT_ALLOW
     max_timeout_s: int = 300
     """Upper bound on the timeout an agent may ask for."""
+    max_command_bytes: int = Field(default=65_536, ge=1, le=131_071)
+    """Longest command (UTF-8 bytes). Linux refuses a single argument of 128 KiB or more to `bash -c`."""
 
 
 @lru_cache(maxsize=1)
@@ -60,15 +63,19 @@ def check_command(command: str) -> Verdict:
     settings = get_policy_settings()
     if not command.strip():
         return Verdict(False, "the command is empty; pass a shell command such as `ls -la`")
+    size = len(command.encode("utf-8", "surrogatepass"))
+    if size > settings.max_command_bytes:
+        return Verdict(
+            False,
+            f"rule length: the command is {size} bytes, over the limit of {settings.max_command_bytes} "
+            "(GAIA_TERMINAL_MAX_COMMAND_BYTES); write a long script to a file in the workspace and run it",
+        )
     try:
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()\n")
-        lexer.whitespace_split = True
-        lexer.commenters = ""
-        words = list(lexer)
+        tokens = shell_tokens(command)
     except ValueError as exc:
         return Verdict(False, f"the command does not parse as shell words ({exc}); check its quotes")
     deny, allow = _names(settings.deny), _names(settings.allow)
-    for program, args in _simple_commands(words):
+    for program, args in _simple_commands(tokens):
         name = PurePosixPath(program).name
         if settings.policy == "allowlist" and name not in allow:
             return Verdict(False, f"rule allowlist: `{name}` is not in GAIA_TERMINAL_ALLOW")
@@ -79,18 +86,71 @@ def check_command(command: str) -> Verdict:
     return Verdict(True)
 
 
-def _simple_commands(words: list[str]) -> list[tuple[str, list[str]]]:
+# One regex pass each for tokens and for a word's quotes: linear in the command's length (shlex
+# grows each token a character at a time, quadratic on one long word). Possessive quantifiers
+# keep a failed match (an unclosed quote) from backtracking.
+_TOKEN = re.compile(
+    r"""(?P<space>[ \t\r]++)
+    |(?P<op>[;&|()\n]++)
+    |(?P<word>(?:[^ \t\r\n'"\\;&|()]++|'[^']*+'|"[^"\\]*+(?:\\.[^"\\]*+)*+"|\\.)++)
+    |(?P<unclosed>.)""",
+    re.VERBOSE | re.DOTALL,
+)
+_PIECE = re.compile(r"""[^'"\\]++|'([^']*+)'|"((?:[^"\\]++|\\.)*+)"|\\(.)""", re.DOTALL)
+_QUOTING = re.compile(r"""['"\\]""")
+_DOUBLE_QUOTED_ESCAPE = re.compile(r'\\(["\\])')
+
+
+class Token(NamedTuple):
+    text: str
+    operator: bool
+    """`;`, `&&`, `|`, `(`, a newline...: a run of control characters outside quotes."""
+
+
+def shell_tokens(command: str) -> list[Token]:
+    """Words (quotes removed, POSIX rules) and control operators; ValueError on an unclosed quote."""
+    tokens: list[Token] = []
+    for match in _TOKEN.finditer(command):
+        kind, text = match.lastgroup, match.group()
+        if kind == "word":
+            tokens.append(Token(_unquote(text) if _QUOTING.search(text) else text, False))
+        elif kind == "op":
+            tokens.append(Token(text, True))
+        elif kind == "unclosed":
+            raise ValueError("No escaped character" if text == "\\" else "No closing quotation")
+    return tokens
+
+
+def _unquote(word: str) -> str:
+    parts: list[str] = []
+    for piece in _PIECE.finditer(word):
+        single, double, escaped = piece.groups()
+        if single is not None:
+            parts.append(single)
+        elif double is not None:
+            parts.append(_DOUBLE_QUOTED_ESCAPE.sub(r"\1", double))
+        elif escaped is not None:
+            parts.append(escaped)
+        else:
+            parts.append(piece.group())
+    return "".join(parts)
+
+
+def _simple_commands(tokens: list[Token]) -> list[tuple[str, list[str]]]:
     commands: list[tuple[str, list[str]]] = []
     current: list[str] = []
-    for word in [*words, ";"]:
-        if word in SEPARATORS or set(word) <= set(";&|()\n"):
-            while current and (
-                "=" in current[0] and not current[0].startswith("=") or current[0] in WRAPPERS
-            ):
-                current.pop(0)
-            if current:
-                commands.append((current[0], current[1:]))
-            current = []
-        else:
-            current.append(word)
+    for token in [*tokens, Token(";", True)]:
+        if not token.operator:
+            current.append(token.text)
+            continue
+        first = 0
+        while first < len(current) and (_is_assignment(current[first]) or current[first] in WRAPPERS):
+            first += 1
+        if first < len(current):
+            commands.append((current[first], current[first + 1 :]))
+        current = []
     return commands
+
+
+def _is_assignment(word: str) -> bool:
+    return "=" in word and not word.startswith("=")
