@@ -4,6 +4,7 @@
 #
 #   MCP_SERVER_URL=http://gateway:8080/mcp bash trainer/scripts/run.sh [extra Hydra overrides]
 #   DRY_RUN=1 bash trainer/scripts/run.sh      # everything main_ppo builds before GPUs; no GPU, no Ray
+#   DEVICE=cpu MODEL_PATH=<small HF folder> bash trainer/scripts/run.sh ...   # verl's trainer with no GPU
 #
 # Every value is an environment variable with a default; extra arguments are appended as Hydra
 # overrides and win over everything here.
@@ -26,6 +27,15 @@ export GAIA_EPISODE_TIMEOUT_S=${GAIA_EPISODE_TIMEOUT_S:-1800}
 # A protected gateway: MCP_AUTH_TOKEN, or MCP_AUTH_TOKEN_FILE naming a file readable on every node.
 MCP_AUTH_TOKEN=${MCP_AUTH_TOKEN:-}
 MCP_AUTH_TOKEN_FILE=${MCP_AUTH_TOKEN_FILE:-}
+
+# Where verl runs. DEVICE=cpu runs verl's own trainer, workers and FSDP engine on the host CPU (the
+# platform plugin gaia_train.verl_adapter.cpu_platform, gloo), generating with the transformers
+# rollout (gaia_train.verl_adapter.cpu_rollout): for a small model and a check that the recipe runs,
+# not for training a real model. ROLLOUT_NAME picks the rollout engine either way.
+DEVICE=${DEVICE:-cuda}
+if [ "$DEVICE" = "cpu" ]; then ROLLOUT_NAME=${ROLLOUT_NAME:-transformers}; else ROLLOUT_NAME=${ROLLOUT_NAME:-vllm}; fi
+# Packing sequences without padding needs flash-attn's variable-length kernels (GPU only).
+REMOVE_PADDING=${REMOVE_PADDING:-$([ "$DEVICE" = "cpu" ] && echo False || echo True)}
 
 ADV_ESTIMATOR=${ADV_ESTIMATOR:-grpo}
 CLIP_RATIO_LOW=${CLIP_RATIO_LOW:-0.2}
@@ -67,6 +77,7 @@ N_GPUS_PER_NODE=${N_GPUS_PER_NODE:-8}
 TOTAL_TRAINING_STEPS=${TOTAL_TRAINING_STEPS:-300}
 SAVE_FREQ=${SAVE_FREQ:-5}
 TEST_FREQ=${TEST_FREQ:-5}
+VAL_BEFORE_TRAIN=${VAL_BEFORE_TRAIN:-True}
 PROJECT_NAME=${PROJECT_NAME:-gaia-env}
 EXPERIMENT_NAME=${EXPERIMENT_NAME:-qwen3-4b-thinking-gaia-grpo}
 LOGGERS=${LOGGERS:-'["console","wandb"]'}
@@ -89,7 +100,7 @@ overrides=(
   data.filter_overlong_prompts=True
   data.truncation=error
   actor_rollout_ref.model.path="'$MODEL_PATH'"
-  actor_rollout_ref.model.use_remove_padding=True
+  actor_rollout_ref.model.use_remove_padding="$REMOVE_PADDING"
   actor_rollout_ref.model.enable_gradient_checkpointing=True
   actor_rollout_ref.actor.optim.lr="$ACTOR_LR"
   actor_rollout_ref.actor.clip_ratio_low="$CLIP_RATIO_LOW"
@@ -103,7 +114,7 @@ overrides=(
   actor_rollout_ref.actor.fsdp_config.param_offload="$PARAM_OFFLOAD"
   actor_rollout_ref.actor.fsdp_config.optimizer_offload="$OPTIMIZER_OFFLOAD"
   actor_rollout_ref.ref.fsdp_config.param_offload=True
-  actor_rollout_ref.rollout.name=vllm
+  actor_rollout_ref.rollout.name="$ROLLOUT_NAME"
   actor_rollout_ref.rollout.mode=async
   actor_rollout_ref.rollout.n="$ROLLOUT_N"
   actor_rollout_ref.rollout.temperature="$TEMPERATURE"
@@ -130,7 +141,7 @@ overrides=(
   trainer.total_training_steps="$TOTAL_TRAINING_STEPS"
   trainer.save_freq="$SAVE_FREQ"
   trainer.test_freq="$TEST_FREQ"
-  trainer.val_before_train=True
+  trainer.val_before_train="$VAL_BEFORE_TRAIN"
   # Ray actors on other nodes do not inherit this shell: hand them the environment settings.
   +ray_kwargs.ray_init.runtime_env.env_vars.MCP_SERVER_URL="'$MCP_SERVER_URL'"
   +ray_kwargs.ray_init.runtime_env.env_vars.MCP_SERVERS="'$MCP_SERVERS'"
@@ -149,6 +160,31 @@ elif [ -n "$MCP_AUTH_TOKEN" ]; then
   overrides+=(+ray_kwargs.ray_init.runtime_env.env_vars.MCP_AUTH_TOKEN="'$MCP_AUTH_TOKEN'")
   echo "run.sh: MCP_AUTH_TOKEN is passed in Ray's runtime env, which verl prints at start; set" \
     "MCP_AUTH_TOKEN_FILE (a file readable on every node) to keep the token out of logs" >&2
+fi
+
+# Plugins verl imports in every process, Ray actors included (VERL_USE_EXTERNAL_MODULES).
+plugins=()
+if [ "$DEVICE" = "cpu" ]; then
+  plugins+=(gaia_train.verl_adapter.cpu_platform)
+  export VERL_PLATFORM=cpu
+  overrides+=(
+    trainer.device=cpu
+    +actor_rollout_ref.model.override_config.attn_implementation=sdpa
+    # verl counts its training processes in Ray GPUs: on a CPU they are logical slots.
+    +ray_kwargs.ray_init.num_gpus="$(( NNODES * N_GPUS_PER_NODE ))"
+    # Logical CPUs: verl's placement groups ask for several per training process, whatever the cores.
+    +ray_kwargs.ray_init.num_cpus="${RAY_NUM_CPUS:-8}"
+    +ray_kwargs.ray_init.include_dashboard=False
+    transfer_queue.backend.SimpleStorage.num_data_storage_units=1
+    +ray_kwargs.ray_init.runtime_env.env_vars.VERL_PLATFORM=cpu
+    +ray_kwargs.ray_init.runtime_env.worker_process_setup_hook=gaia_train.verl_adapter.cpu_platform.join_process_group
+  )
+fi
+if [ "$ROLLOUT_NAME" = "transformers" ]; then plugins+=(gaia_train.verl_adapter.cpu_rollout); fi
+if [ ${#plugins[@]} -gt 0 ]; then
+  VERL_USE_EXTERNAL_MODULES=$(IFS=,; echo "${plugins[*]}")
+  export VERL_USE_EXTERNAL_MODULES
+  overrides+=(+ray_kwargs.ray_init.runtime_env.env_vars.VERL_USE_EXTERNAL_MODULES="'$VERL_USE_EXTERNAL_MODULES'")
 fi
 
 if [ "$DRY_RUN" = "1" ]; then

@@ -1,0 +1,97 @@
+"""verl's own trainer on a CPU: what `trainer/scripts/run.sh` needs for a run on the demo tasks.
+
+`prepare` writes a run's inputs into a folder: the demo tasks as verl parquet (train and validation),
+and a tiny model built on the spot, warm-started on scripted episodes through the gateway (so that it
+calls the right tool and answers one of the set's answers; see `warm_start`), saved as a Hugging Face
+folder that verl loads like any other model. `run_env` is the environment that sizes run.sh's recipe
+for it (DEVICE=cpu, small batches and budgets, console and file loggers); `read_metrics` reads back what
+verl logged for each step.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pandas as pd
+import torch
+
+from . import warm_start
+from .tiny_model import TinyModelConfig, build_model, build_tokenizer
+
+GROUP = 4
+"""Episodes per prompt (GRPO's group)."""
+
+
+@dataclass(frozen=True)
+class VerlCpuInputs:
+    model: Path
+    train: Path
+    val: Path
+    tasks: int
+    warm_start_loss: tuple[float, float]
+
+
+def prepare(work: Path, snapshot: Path, gateway_url: str, seed: int = 0) -> VerlCpuInputs:
+    """The demo tasks of `snapshot` as parquet and a warm-started tiny model, under `work`."""
+    mcp = warm_start.demo_mcp(gateway_url)
+    rows = warm_start.demo_rows(snapshot)
+    tokenizer = build_tokenizer(anyio.run(warm_start.corpus, rows, mcp) * 4)
+    model = build_model(tokenizer, TinyModelConfig(seed=seed))
+    episodes = anyio.run(warm_start.scripted_episodes, rows, tokenizer, mcp)
+    losses = warm_start.warm_start(model, episodes)
+    model_dir = work / "model"
+    model.to(torch.float32).save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    frame = pd.DataFrame([task.row for task in rows])
+    frame.to_parquet(work / "train.parquet")
+    frame.to_parquet(work / "val.parquet")
+    return VerlCpuInputs(
+        model_dir, work / "train.parquet", work / "val.parquet", len(rows), (losses[0], losses[-1])
+    )
+
+
+def run_env(inputs: VerlCpuInputs, gateway_url: str, steps: int, metrics_file: Path) -> dict[str, str]:
+    """run.sh's settings for a CPU run of `steps` GRPO steps on `inputs`: one batch is every task."""
+    return {
+        "DEVICE": "cpu",
+        "MODEL_PATH": str(inputs.model),
+        "TRAIN_FILES": str(inputs.train),
+        "VAL_FILES": str(inputs.val),
+        "MCP_SERVER_URL": gateway_url,
+        "MCP_SERVERS": warm_start.SERVERS,
+        "MAX_MODEL_LEN": "4096",
+        "PROMPT_LENGTH": "1024",
+        "RESPONSE_LENGTH": "1536",
+        "MAX_TURNS": str(warm_start.LIMITS.max_turns),
+        "TURN_TOKENS": "48",
+        "TOOL_TOKENS_PER_TURN": "512",
+        "MAX_TOOL_RESPONSE_LENGTH": str(warm_start.MAX_TOOL_OUTPUT),
+        "TRAIN_BATCH_SIZE": str(inputs.tasks),
+        "PPO_MINI_BATCH_SIZE": str(inputs.tasks),
+        "ROLLOUT_N": str(GROUP),
+        "AGENT_WORKERS": "1",
+        "N_GPUS_PER_NODE": "1",
+        "TOTAL_TRAINING_STEPS": str(steps),
+        "SAVE_FREQ": "-1",
+        "TEST_FREQ": "-1",
+        "VAL_BEFORE_TRAIN": "False",
+        "ACTOR_LR": "1e-3",
+        "LOGGERS": '["console","file"]',
+        "VERL_FILE_LOGGER_PATH": str(metrics_file),
+        # Every process (Ray's workers, the gateway's servers) shares a few cores: one thread each.
+        "OMP_NUM_THREADS": "1",
+        # Ray gives its agents 30 s to start; a busy 2-core machine can take longer.
+        "RAY_agent_register_timeout_ms": "120000",
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }
+
+
+def read_metrics(path: Path) -> list[dict[str, Any]]:
+    """verl's file logger, one JSON object a step: `{"step": n, "data": {metric: value}}`."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
