@@ -65,10 +65,12 @@ def main() -> int:
             )
             before = served_tool_calls(gateway.base)
             metrics_file = work / "verl-metrics.jsonl"
+            python = verl_cpu.python_without(work / "python")
             env = {
                 **os.environ,
                 **verl_cpu.run_env(inputs, gateway.url, args.steps, metrics_file),
-                "PYTHON": sys.executable,
+                "PYTHON": str(python),
+                "PATH": f"{python.parent}:{os.environ['PATH']}",
                 "RAY_TMPDIR": str(work / "ray"),
             }
             log_path = work / "main_ppo.log"

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -47,10 +46,12 @@ def test_main_ppo_trains_grpo_steps_on_cpu_through_the_gateway(tmp_path: Path) -
         inputs = verl_cpu.prepare(work, demo, gateway.url)
         before = served_tool_calls(httpx.get(gateway.base + "/metrics").text)
         metrics_file = work / "verl-metrics.jsonl"
+        python = verl_cpu.python_without(tmp_path / "python")
         env = {
             **os.environ,
             **verl_cpu.run_env(inputs, gateway.url, STEPS, metrics_file),
-            "PYTHON": sys.executable,
+            "PYTHON": str(python),
+            "PATH": f"{python.parent}:{os.environ['PATH']}",
             "RAY_TMPDIR": str(tmp_path / "ray"),
         }
         log_path = work / "main_ppo.log"

@@ -167,8 +167,13 @@ plugins=()
 if [ "$DEVICE" = "cpu" ]; then
   plugins+=(gaia_train.verl_adapter.cpu_platform)
   export VERL_PLATFORM=cpu
+  # verl registers its FSDP engine for cuda and npu; the engine itself works on the platform's device.
+  export VERL_ENGINE_DEVICE=cuda
   overrides+=(
     trainer.device=cpu
+    # FSDP1 refuses CPU parameters with sync_module_states (which verl sets); FSDP2 shards on CPU over gloo.
+    actor_rollout_ref.actor.strategy=fsdp2
+    data.dataloader_num_workers=0
     +actor_rollout_ref.model.override_config.attn_implementation=sdpa
     # verl counts its training processes in Ray GPUs: on a CPU they are logical slots.
     +ray_kwargs.ray_init.num_gpus="$(( NNODES * N_GPUS_PER_NODE ))"
@@ -177,6 +182,7 @@ if [ "$DEVICE" = "cpu" ]; then
     +ray_kwargs.ray_init.include_dashboard=False
     transfer_queue.backend.SimpleStorage.num_data_storage_units=1
     +ray_kwargs.ray_init.runtime_env.env_vars.VERL_PLATFORM=cpu
+    +ray_kwargs.ray_init.runtime_env.env_vars.VERL_ENGINE_DEVICE=cuda
     +ray_kwargs.ray_init.runtime_env.worker_process_setup_hook=gaia_train.verl_adapter.cpu_platform.join_process_group
   )
 fi

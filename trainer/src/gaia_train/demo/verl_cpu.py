@@ -11,6 +11,9 @@ verl logged for each step.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,15 +40,19 @@ class VerlCpuInputs:
 
 def prepare(work: Path, snapshot: Path, gateway_url: str, seed: int = 0) -> VerlCpuInputs:
     """The demo tasks of `snapshot` as parquet and a warm-started tiny model, under `work`."""
+    from transformers import AutoTokenizer
+
     mcp = warm_start.demo_mcp(gateway_url)
     rows = warm_start.demo_rows(snapshot)
-    tokenizer = build_tokenizer(anyio.run(warm_start.corpus, rows, mcp) * 4)
+    model_dir = work / "model"
+    build_tokenizer(anyio.run(warm_start.corpus, rows, mcp) * 4).save_pretrained(model_dir)
+    # The tokenizer as verl loads it: transformers 5 loads any qwen2 model's tokenizer as Qwen2Tokenizer,
+    # which splits words with Qwen's pattern before the BPE, so the ids differ from the built one's.
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = build_model(tokenizer, TinyModelConfig(seed=seed))
     episodes = anyio.run(warm_start.scripted_episodes, rows, tokenizer, mcp)
     losses = warm_start.warm_start(model, episodes)
-    model_dir = work / "model"
     model.to(torch.float32).save_pretrained(model_dir)
-    tokenizer.save_pretrained(model_dir)
     frame = pd.DataFrame([task.row for task in rows])
     frame.to_parquet(work / "train.parquet")
     frame.to_parquet(work / "val.parquet")
@@ -88,6 +95,27 @@ def run_env(inputs: VerlCpuInputs, gateway_url: str, steps: int, metrics_file: P
         "RAY_agent_register_timeout_ms": "120000",
         "RAY_USAGE_STATS_ENABLED": "0",
     }
+
+
+def python_without(dest: Path, hidden: tuple[str, ...] = ("trl",)) -> Path:
+    """A Python that sees this environment's packages less `hidden`; its interpreter's path.
+
+    verl 0.9.1's FSDP engine imports TRL's value-head model whenever TRL is importable
+    (`verl/models/transformers/monkey_patch.py:352`), and TRL 1.16, which the TRL adapter needs, no
+    longer has it: the two cannot share an environment. This is a venv whose site-packages links every
+    entry of this one but the hidden packages' (a second install would cost minutes and gigabytes).
+    """
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(dest)], check=True)
+    source = Path(sysconfig.get_paths()["purelib"])
+    target = Path(subprocess.check_output([dest / "bin" / "python", "-c", SITE_PACKAGES], text=True).strip())
+    for entry in source.iterdir():
+        package = entry.name.split("-")[0].split(".")[0].lower()
+        if package not in hidden and not (target / entry.name).exists():
+            (target / entry.name).symlink_to(entry)
+    return dest / "bin" / "python"
+
+
+SITE_PACKAGES = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
 
 
 def read_metrics(path: Path) -> list[dict[str, Any]]:
