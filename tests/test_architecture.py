@@ -324,3 +324,9 @@ def test_the_architecture_page_lists_every_kit_module_in_its_subpackage():
         if (sub / "__init__.py").exists()
     }
     assert {name: set(modules.replace(" ", "").split(",")) for name, modules in rows.items()} == actual
+
+
+def test_the_architecture_page_lists_every_trainer_room():
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    section = page.split("## The trainer's rooms", 1)[1].split("\n## ", 1)[0]
+    assert set(re.findall(r"^\| `(\w+)` \|", section, re.M)) == set(TRAINER_ROOMS)
