@@ -39,6 +39,7 @@ def test_main_ppo_trains_grpo_steps_on_cpu_through_the_gateway(tmp_path: Path) -
 
     demo = tmp_path / "demo"
     write_demo_snapshot(demo, skip_audio=True)
+    (tmp_path / "gw").mkdir()
     gateway = launch(tmp_path / "gw", "--servers", warm_start.SERVERS, dataset_dir=demo)
     try:
         work = tmp_path / "run"
