@@ -20,7 +20,7 @@ import json
 import logging
 import os
 import re
-import subprocess
+import shutil
 import sys
 import tempfile
 import time
@@ -55,6 +55,7 @@ def main() -> int:
         work.chmod(0o755)
         write_demo_snapshot(work / "demo", skip_audio=True)
         gateway = start_gateway(work, work / "demo", "--servers", warm_start.SERVERS)
+        ray_dir = verl_cpu.ray_tmpdir()
         try:
             t0 = time.perf_counter()
             inputs = verl_cpu.prepare(work, work / "demo", gateway.url, seed=args.seed)
@@ -71,16 +72,16 @@ def main() -> int:
                 **verl_cpu.run_env(inputs, gateway.url, args.steps, metrics_file),
                 "PYTHON": str(python),
                 "PATH": f"{python.parent}:{os.environ['PATH']}",
-                "RAY_TMPDIR": str(work / "ray"),
+                "RAY_TMPDIR": ray_dir,
             }
             log_path = work / "main_ppo.log"
             started = time.perf_counter()
-            with log_path.open("wb") as log:
-                proc = subprocess.run(["bash", str(RUN_SH)], env=env, stdout=log, stderr=subprocess.STDOUT)
+            proc = verl_cpu.run_main_ppo(RUN_SH, env, log_path, timeout=3600)
             wall = time.perf_counter() - started
             calls = served_tool_calls(gateway.base) - before
         finally:
             gateway.stop()
+            shutil.rmtree(ray_dir, ignore_errors=True)
         if proc.returncode != 0:
             print(log_path.read_text(errors="replace")[-6000:], file=sys.stderr)
             print(f"main_ppo exited with {proc.returncode}; its log is above", file=sys.stderr)

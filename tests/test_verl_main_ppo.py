@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
+import shutil
 from pathlib import Path
 
 import pytest
@@ -23,7 +23,7 @@ from gateway_harness import launch
 
 pytest.importorskip("verl", reason="verl's trainer needs scripts/trainer-extra.sh (make test runs it)")
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 
 STEPS = 3
 RUN_SH = Path(__file__).resolve().parents[1] / "trainer" / "scripts" / "run.sh"
@@ -41,6 +41,7 @@ def test_main_ppo_trains_grpo_steps_on_cpu_through_the_gateway(tmp_path: Path) -
     write_demo_snapshot(demo, skip_audio=True)
     (tmp_path / "gw").mkdir()
     gateway = launch(tmp_path / "gw", "--servers", warm_start.SERVERS, dataset_dir=demo)
+    ray_dir = verl_cpu.ray_tmpdir()
     try:
         work = tmp_path / "run"
         work.mkdir()
@@ -53,22 +54,16 @@ def test_main_ppo_trains_grpo_steps_on_cpu_through_the_gateway(tmp_path: Path) -
             **verl_cpu.run_env(inputs, gateway.url, STEPS, metrics_file),
             "PYTHON": str(python),
             "PATH": f"{python.parent}:{os.environ['PATH']}",
-            "RAY_TMPDIR": str(tmp_path / "ray"),
+            "RAY_TMPDIR": ray_dir,
         }
         log_path = work / "main_ppo.log"
-        with log_path.open("wb") as log:
-            proc = subprocess.run(
-                ["bash", str(RUN_SH)],
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                timeout=1100,
-            )
+        proc = verl_cpu.run_main_ppo(RUN_SH, env, log_path, timeout=1100)
         log_text = log_path.read_text(errors="replace")
         assert proc.returncode == 0, log_text[-6000:]
         after = served_tool_calls(httpx.get(gateway.base + "/metrics").text)
     finally:
         gateway.stop()
+        shutil.rmtree(ray_dir, ignore_errors=True)
 
     steps = verl_cpu.read_metrics(metrics_file)
     assert [s["step"] for s in steps] == list(range(1, STEPS + 1)), log_text[-3000:]

@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 import sysconfig
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,6 +117,31 @@ def python_without(dest: Path, hidden: tuple[str, ...] = ("trl",)) -> Path:
 
 
 SITE_PACKAGES = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+
+
+RAY_START_TIMEOUT = "The current node timed out during startup"
+"""Ray gives a local cluster's first node 30 s to register (a constant in ray/_private/node.py); a
+busy 2-core machine can take longer. Nothing of the run has happened yet when it says so."""
+
+
+def run_main_ppo(
+    run_sh: Path, env: dict[str, str], log_path: Path, timeout: float, attempts: int = 3
+) -> subprocess.CompletedProcess[bytes]:
+    """`bash run.sh` with `env`, its output in `log_path`; started again when Ray's node did not come up."""
+    for _ in range(attempts):
+        with log_path.open("wb") as log:
+            proc = subprocess.run(
+                ["bash", str(run_sh)], env=env, stdout=log, stderr=subprocess.STDOUT, timeout=timeout
+            )
+        if proc.returncode == 0 or RAY_START_TIMEOUT not in log_path.read_text(errors="replace"):
+            return proc
+    return proc
+
+
+def ray_tmpdir() -> str:
+    """A fresh folder for Ray's session files, short enough for its sockets: a Unix socket path holds
+    at most 107 bytes, and Ray adds about 70 (`/ray/session_<date>_<pid>/sockets/plasma_store`)."""
+    return tempfile.mkdtemp(prefix="ray-", dir="/tmp")
 
 
 def read_metrics(path: Path) -> list[dict[str, Any]]:
