@@ -72,8 +72,11 @@ def test_main_ppo_trains_grpo_steps_on_cpu_through_the_gateway(tmp_path: Path) -
         # The reward function's scores, as verl's reward loop computed them for the step's episodes.
         assert 0.0 <= data["critic/score/mean"] <= 1.0
         assert data["critic/score/min"] <= data["critic/score/mean"] <= data["critic/score/max"]
-        # The actor really updated: a policy loss and a gradient norm from FSDP's backward pass.
-        assert "actor/pg_loss" in data and data["actor/grad_norm"] > 0
+        # The actor's update ran: a policy loss and a gradient norm from FSDP's backward pass. GRPO's
+        # advantages are zero in a group whose rewards are all equal; with mixed rewards the gradient is not.
+        assert "actor/pg_loss" in data and data["actor/grad_norm"] >= 0
+        if data["critic/score/min"] < data["critic/score/max"]:
+            assert data["actor/grad_norm"] > 0
         assert data["timing_s/step"] > 0
         # One batch is every demo task, GROUP episodes each; verl counts the sampled responses.
         assert data["response_length/mean"] > 0

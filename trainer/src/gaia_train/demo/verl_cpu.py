@@ -46,11 +46,16 @@ def prepare(work: Path, snapshot: Path, gateway_url: str, seed: int = 0) -> Verl
     mcp = warm_start.demo_mcp(gateway_url)
     rows = warm_start.demo_rows(snapshot)
     model_dir = work / "model"
-    build_tokenizer(anyio.run(warm_start.corpus, rows, mcp) * 4).save_pretrained(model_dir)
-    # The tokenizer as verl loads it: transformers 5 loads any qwen2 model's tokenizer as Qwen2Tokenizer,
-    # which splits words with Qwen's pattern before the BPE, so the ids differ from the built one's.
+    built = build_tokenizer(anyio.run(warm_start.corpus, rows, mcp) * 4)
+    model = build_model(built, TinyModelConfig(seed=seed))
+    model.save_pretrained(model_dir)
+    built.save_pretrained(model_dir)
+    # The tokenizer as verl loads it, from the folder with the model's config: transformers 5 loads the
+    # tokenizer of any qwen2 model as Qwen2Tokenizer, which splits words with Qwen's pattern before the
+    # BPE, so its ids differ from the built tokenizer's. The warm start must see the ids verl will.
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = build_model(tokenizer, TinyModelConfig(seed=seed))
+    if len(tokenizer) != len(built):
+        raise RuntimeError(f"the saved tokenizer has {len(tokenizer)} tokens, the built one {len(built)}")
     episodes = anyio.run(warm_start.scripted_episodes, rows, tokenizer, mcp)
     losses = warm_start.warm_start(model, episodes)
     model.to(torch.float32).save_pretrained(model_dir)
