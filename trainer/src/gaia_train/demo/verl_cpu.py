@@ -28,6 +28,7 @@ from .tiny_model import TinyModelConfig, build_model, build_tokenizer
 
 GROUP = 4
 """Episodes per prompt (GRPO's group)."""
+WARM_STEPS = 200
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,8 @@ def prepare(work: Path, snapshot: Path, gateway_url: str, seed: int = 0) -> Verl
     if len(tokenizer) != len(built):
         raise RuntimeError(f"the saved tokenizer has {len(tokenizer)} tokens, the built one {len(built)}")
     episodes = anyio.run(warm_start.scripted_episodes, rows, tokenizer, mcp)
-    losses = warm_start.warm_start(model, episodes)
+    # Qwen's word split makes the sequences longer than the built tokenizer's: more steps to fit them.
+    losses = warm_start.warm_start(model, episodes, steps=WARM_STEPS)
     model.to(torch.float32).save_pretrained(model_dir)
     frame = pd.DataFrame([task.row for task in rows])
     frame.to_parquet(work / "train.parquet")
