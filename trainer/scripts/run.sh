@@ -4,6 +4,7 @@
 #
 #   MCP_SERVER_URL=http://gateway:8080/mcp bash trainer/scripts/run.sh [extra Hydra overrides]
 #   DRY_RUN=1 bash trainer/scripts/run.sh      # everything main_ppo builds before GPUs; no GPU, no Ray
+#   DEVICE=cpu MODEL_PATH=<small HF folder> bash trainer/scripts/run.sh ...   # verl's trainer with no GPU
 #
 # Logs go to the console, and to wandb when WANDB_API_KEY is set. The dry run refuses a train set smaller
 # than a batch, a step count total_epochs would cut, a loopback MCP_SERVER_URL on several nodes, and an
@@ -30,6 +31,15 @@ export GAIA_EPISODE_TIMEOUT_S=${GAIA_EPISODE_TIMEOUT_S:-1800}
 # A protected gateway: MCP_AUTH_TOKEN, or MCP_AUTH_TOKEN_FILE naming a file readable on every node.
 MCP_AUTH_TOKEN=${MCP_AUTH_TOKEN:-}
 MCP_AUTH_TOKEN_FILE=${MCP_AUTH_TOKEN_FILE:-}
+
+# Where verl runs. DEVICE=cpu runs verl's own trainer, workers and FSDP engine on the host CPU (the
+# platform plugin gaia_train.verl_adapter.cpu_platform, gloo), generating with the transformers
+# rollout (gaia_train.verl_adapter.cpu_rollout): for a small model and a check that the recipe runs,
+# not for training a real model. ROLLOUT_NAME picks the rollout engine either way.
+DEVICE=${DEVICE:-cuda}
+if [ "$DEVICE" = "cpu" ]; then ROLLOUT_NAME=${ROLLOUT_NAME:-transformers}; else ROLLOUT_NAME=${ROLLOUT_NAME:-vllm}; fi
+# Packing sequences without padding needs flash-attn's variable-length kernels (GPU only).
+REMOVE_PADDING=${REMOVE_PADDING:-$([ "$DEVICE" = "cpu" ] && echo False || echo True)}
 
 ADV_ESTIMATOR=${ADV_ESTIMATOR:-grpo}
 CLIP_RATIO_LOW=${CLIP_RATIO_LOW:-0.2}
@@ -102,6 +112,7 @@ SAVE_FREQ=${SAVE_FREQ:-5}
 # Checkpoints kept on disk (the oldest go): a 4B actor's checkpoint with its optimizer is ~50 GB.
 MAX_CKPT_TO_KEEP=${MAX_CKPT_TO_KEEP:-3}
 TEST_FREQ=${TEST_FREQ:-5}
+VAL_BEFORE_TRAIN=${VAL_BEFORE_TRAIN:-True}
 PROJECT_NAME=${PROJECT_NAME:-gaia-env}
 EXPERIMENT_NAME=${EXPERIMENT_NAME:-qwen3-4b-thinking-gaia-grpo}
 # wandb only with a key: without one verl's wandb logger stops the run when fit() starts.
@@ -129,7 +140,7 @@ overrides=(
   data.filter_overlong_prompts=True
   data.truncation=error
   actor_rollout_ref.model.path="'$MODEL_PATH'"
-  actor_rollout_ref.model.use_remove_padding=True
+  actor_rollout_ref.model.use_remove_padding="$REMOVE_PADDING"
   actor_rollout_ref.model.enable_gradient_checkpointing=True
   actor_rollout_ref.model.use_fused_kernels="$USE_FUSED_KERNELS"
   +actor_rollout_ref.model.override_config.attn_implementation="$ATTN_IMPLEMENTATION"
@@ -147,7 +158,7 @@ overrides=(
   actor_rollout_ref.actor.fsdp_config.param_offload="$PARAM_OFFLOAD"
   actor_rollout_ref.actor.fsdp_config.optimizer_offload="$OPTIMIZER_OFFLOAD"
   actor_rollout_ref.ref.fsdp_config.param_offload=True
-  actor_rollout_ref.rollout.name=vllm
+  actor_rollout_ref.rollout.name="$ROLLOUT_NAME"
   actor_rollout_ref.rollout.mode=async
   actor_rollout_ref.rollout.n="$ROLLOUT_N"
   actor_rollout_ref.rollout.temperature="$TEMPERATURE"
@@ -182,7 +193,7 @@ overrides=(
   trainer.max_actor_ckpt_to_keep="$MAX_CKPT_TO_KEEP"
   trainer.max_critic_ckpt_to_keep="$MAX_CKPT_TO_KEEP"
   trainer.test_freq="$TEST_FREQ"
-  trainer.val_before_train=True
+  trainer.val_before_train="$VAL_BEFORE_TRAIN"
   # Ray actors on other nodes do not inherit this shell: hand them the environment settings.
   +ray_kwargs.ray_init.runtime_env.env_vars.MCP_SERVER_URL="'$MCP_SERVER_URL'"
   +ray_kwargs.ray_init.runtime_env.env_vars.MCP_SERVERS="'$MCP_SERVERS'"
@@ -202,6 +213,36 @@ elif [ -n "$MCP_AUTH_TOKEN" ]; then
   overrides+=(+ray_kwargs.ray_init.runtime_env.env_vars.MCP_AUTH_TOKEN="'$MCP_AUTH_TOKEN'")
   echo "run.sh: MCP_AUTH_TOKEN is passed in Ray's runtime env, which verl prints at start; set" \
     "MCP_AUTH_TOKEN_FILE (a file readable on every node) to keep the token out of logs" >&2
+fi
+
+# Plugins verl imports in every process, Ray actors included (VERL_USE_EXTERNAL_MODULES).
+plugins=()
+if [ "$DEVICE" = "cpu" ]; then
+  plugins+=(gaia_train.verl_adapter.cpu_platform)
+  export VERL_PLATFORM=cpu
+  # verl registers its FSDP engine for cuda and npu; the engine itself works on the platform's device.
+  export VERL_ENGINE_DEVICE=cuda
+  overrides+=(
+    trainer.device=cpu
+    # FSDP1 refuses CPU parameters with sync_module_states (which verl sets); FSDP2 shards on CPU over gloo.
+    actor_rollout_ref.actor.strategy=fsdp2
+    data.dataloader_num_workers=0
+    # verl counts its training processes in Ray GPUs: on a CPU they are logical slots.
+    +ray_kwargs.ray_init.num_gpus="$(( NNODES * N_GPUS_PER_NODE ))"
+    # Logical CPUs: verl's placement groups ask for several per training process, whatever the cores.
+    +ray_kwargs.ray_init.num_cpus="${RAY_NUM_CPUS:-8}"
+    +ray_kwargs.ray_init.include_dashboard=False
+    transfer_queue.backend.SimpleStorage.num_data_storage_units=1
+    +ray_kwargs.ray_init.runtime_env.env_vars.VERL_PLATFORM=cpu
+    +ray_kwargs.ray_init.runtime_env.env_vars.VERL_ENGINE_DEVICE=cuda
+    +ray_kwargs.ray_init.runtime_env.worker_process_setup_hook=gaia_train.verl_adapter.cpu_platform.join_process_group
+  )
+fi
+if [ "$ROLLOUT_NAME" = "transformers" ]; then plugins+=(gaia_train.verl_adapter.cpu_rollout); fi
+if [ ${#plugins[@]} -gt 0 ]; then
+  VERL_USE_EXTERNAL_MODULES=$(IFS=,; echo "${plugins[*]}")
+  export VERL_USE_EXTERNAL_MODULES
+  overrides+=(+ray_kwargs.ray_init.runtime_env.env_vars.VERL_USE_EXTERNAL_MODULES="'$VERL_USE_EXTERNAL_MODULES'")
 fi
 
 if [ "$DRY_RUN" = "1" ]; then
