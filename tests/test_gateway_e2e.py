@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -519,7 +520,9 @@ def test_idle_sessions_expire_and_lose_their_workspace(gateway_factory, tmp_path
     registry = write_registry(tmp_path / "probe.toml", PROBE_REGISTRY)
     gateway = gateway_factory("--config", str(registry), "--session-ttl", "1")
     dave = {"X-Session-Id": "dave"}
-    path = gateway.call("probe-a__put", {"name": "d.txt", "text": "d"}, headers=dave)["content"][0]["text"]
+    named = gateway.call("probe-a__put", {"name": "d.txt", "text": "d"}, headers=dave)["content"][0]["text"]
+    assert named == "d.txt"  # answers name files as the agent does, never by their host path
+    path = gateway.workspace_root / f"s-{hashlib.sha256(b'dave').hexdigest()[:32]}" / "d.txt"
     assert os.path.exists(path)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and os.path.exists(path):

@@ -84,8 +84,8 @@ def run_env(inputs: VerlCpuInputs, gateway_url: str, steps: int, metrics_file: P
         "MAX_TURNS": str(warm_start.LIMITS.max_turns),
         "TURN_TOKENS": "48",
         "TOOL_TOKENS_PER_TURN": "512",
-        # The tiny model does not think: no reasoning continuation in its turns' budget.
-        "REASONING_TOKENS": "0",
+        # The tiny model does not think; the smallest continuation the budget takes beside 3 turns of 48.
+        "REASONING_TOKENS": "64",
         # One CPU process: no sequence parallelism, fused kernels or sampled validation to size.
         "SP_SIZE": "1",
         "USE_FUSED_KERNELS": "False",
