@@ -80,10 +80,10 @@ def test_main_ppo_trains_grpo_steps_on_cpu_through_the_gateway(tmp_path: Path) -
         assert data["timing_s/step"] > 0
         # One batch is every demo task, GROUP episodes each; verl counts the sampled responses.
         assert data["response_length/mean"] > 0
-    # The agent loop played multi-turn episodes: turns beyond the question and one answer are the model's
-    # tool calls and the loop's tool responses. (How many the gateway served is the benchmark's number:
-    # a call to a tool name the tiny model garbled is answered as an error, not served.)
+    # The agent loop played multi-turn episodes, and their tool calls went through the gateway (the
+    # tiny model garbles some tool names, which the loop answers itself: how many were served is the
+    # benchmark's number).
     assert max(step["data"]["num_turns/max"] for step in steps) > 2
-    assert after >= before
+    assert after > before, "no episode's tool call reached the gateway"
     # verl's console logger printed the same steps.
     assert re.search(rf"step:{STEPS} - .*critic/score/mean:", log_text), log_text[-3000:]
