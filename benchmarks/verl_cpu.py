@@ -18,8 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
-import re
 import shutil
 import sys
 import tempfile
@@ -33,11 +31,6 @@ from loadgen import start_gateway
 
 RUN_SH = Path(__file__).resolve().parents[1] / "trainer" / "scripts" / "run.sh"
 PHASES = ("gen", "reward", "old_log_prob", "adv", "update_actor", "update_weights")
-
-
-def served_tool_calls(base: str) -> float:
-    text = httpx.get(base + "/metrics", timeout=10).text
-    return sum(float(v) for v in re.findall(r"^gaia_env_tool_calls_total\{[^}]*\} (\S+)$", text, re.M))
 
 
 def main() -> int:
@@ -64,21 +57,15 @@ def main() -> int:
                 f"(warm-start loss {inputs.warm_start_loss[0]:.2f} -> {inputs.warm_start_loss[1]:.3f})",
                 flush=True,
             )
-            before = served_tool_calls(gateway.base)
+            before = verl_cpu.served_tool_calls(httpx.get(gateway.base + "/metrics", timeout=10).text)
             metrics_file = work / "verl-metrics.jsonl"
             python = verl_cpu.python_without(work / "python")
-            env = {
-                **os.environ,
-                **verl_cpu.run_env(inputs, gateway.url, args.steps, metrics_file),
-                "PYTHON": str(python),
-                "PATH": f"{python.parent}:{os.environ['PATH']}",
-                "RAY_TMPDIR": ray_dir,
-            }
+            env = verl_cpu.main_ppo_env(inputs, gateway.url, args.steps, metrics_file, python, ray_dir)
             log_path = work / "main_ppo.log"
             started = time.perf_counter()
             proc = verl_cpu.run_main_ppo(RUN_SH, env, log_path, timeout=3600)
             wall = time.perf_counter() - started
-            calls = served_tool_calls(gateway.base) - before
+            calls = verl_cpu.served_tool_calls(httpx.get(gateway.base + "/metrics", timeout=10).text) - before
         finally:
             gateway.stop()
             shutil.rmtree(ray_dir, ignore_errors=True)

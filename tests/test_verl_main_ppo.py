@@ -11,7 +11,6 @@ episodes, and printed them on its console.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
@@ -29,11 +28,6 @@ STEPS = 3
 RUN_SH = Path(__file__).resolve().parents[1] / "trainer" / "scripts" / "run.sh"
 
 
-def served_tool_calls(metrics: str) -> float:
-    """Tool calls the gateway answered (its Prometheus counter, every server and outcome)."""
-    return sum(float(v) for v in re.findall(r"^gaia_env_tool_calls_total\{[^}]*\} (\S+)$", metrics, re.M))
-
-
 def test_main_ppo_trains_grpo_steps_on_cpu_through_the_gateway(tmp_path: Path) -> None:
     import httpx
 
@@ -46,21 +40,15 @@ def test_main_ppo_trains_grpo_steps_on_cpu_through_the_gateway(tmp_path: Path) -
         work = tmp_path / "run"
         work.mkdir()
         inputs = verl_cpu.prepare(work, demo, gateway.url)
-        before = served_tool_calls(httpx.get(gateway.base + "/metrics").text)
+        before = verl_cpu.served_tool_calls(httpx.get(gateway.base + "/metrics").text)
         metrics_file = work / "verl-metrics.jsonl"
         python = verl_cpu.python_without(tmp_path / "python")
-        env = {
-            **os.environ,
-            **verl_cpu.run_env(inputs, gateway.url, STEPS, metrics_file),
-            "PYTHON": str(python),
-            "PATH": f"{python.parent}:{os.environ['PATH']}",
-            "RAY_TMPDIR": ray_dir,
-        }
+        env = verl_cpu.main_ppo_env(inputs, gateway.url, STEPS, metrics_file, python, ray_dir)
         log_path = work / "main_ppo.log"
         proc = verl_cpu.run_main_ppo(RUN_SH, env, log_path, timeout=1100)
         log_text = log_path.read_text(errors="replace")
         assert proc.returncode == 0, log_text[-6000:]
-        after = served_tool_calls(httpx.get(gateway.base + "/metrics").text)
+        after = verl_cpu.served_tool_calls(httpx.get(gateway.base + "/metrics").text)
     finally:
         gateway.stop()
         shutil.rmtree(ray_dir, ignore_errors=True)

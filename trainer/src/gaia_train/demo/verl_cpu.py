@@ -11,6 +11,8 @@ verl logged for each step.
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 import sysconfig
@@ -109,6 +111,25 @@ def run_env(inputs: VerlCpuInputs, gateway_url: str, steps: int, metrics_file: P
         "RAY_agent_register_timeout_ms": "120000",
         "RAY_USAGE_STATS_ENABLED": "0",
     }
+
+
+def main_ppo_env(
+    inputs: VerlCpuInputs, gateway_url: str, steps: int, metrics_file: Path, python: Path, ray_dir: str
+) -> dict[str, str]:
+    """The whole environment of a CPU run.sh: this process's, `run_env`'s settings, verl's Python
+    (`python_without`) first on PATH, and Ray's short session folder (`ray_tmpdir`)."""
+    return {
+        **os.environ,
+        **run_env(inputs, gateway_url, steps, metrics_file),
+        "PYTHON": str(python),
+        "PATH": f"{python.parent}:{os.environ['PATH']}",
+        "RAY_TMPDIR": ray_dir,
+    }
+
+
+def served_tool_calls(metrics: str) -> float:
+    """Tool calls a gateway answered, from its /metrics text (every server and outcome)."""
+    return sum(float(v) for v in re.findall(r"^gaia_env_tool_calls_total\{[^}]*\} (\S+)$", metrics, re.M))
 
 
 def python_without(dest: Path, hidden: tuple[str, ...] = ("trl",)) -> Path:
