@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import threading
 from pathlib import Path
 
@@ -10,6 +11,11 @@ import pytest
 from gaia_kit import ToolFailure
 from gaia_kit.documents import convert
 from gaia_kit.documents.convert import convert_with_libreoffice
+from gaia_kit_testing.loopback import LoopbackServer
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 
 def make_docx(path: Path, text: str) -> Path:
@@ -65,3 +71,31 @@ def test_missing_libreoffice_names_the_package(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setattr(convert, "soffice_binary", lambda: None)
     with pytest.raises(ToolFailure, match="libreoffice-writer-nogui"):
         convert_with_libreoffice(tmp_path / "x.doc", "docx", tmp_path, timeout=5)
+
+
+def test_a_doc_linking_to_a_url_makes_no_request(tmp_path: Path) -> None:
+    hits: list[str] = []
+
+    async def count(request: Request) -> Response:
+        hits.append(request.url.path)
+        return Response(b"", media_type="image/png")
+
+    app = Starlette(routes=[Route("/{name}", count)])
+    with LoopbackServer(app) as site:
+        page = tmp_path / "linked.html"
+        page.write_text(
+            f'<html><body><p>Linked picture</p><img src="{site.url("/picture.png")}"></body></html>'
+        )
+        # The fixture is made by LibreOffice unconfined (it fetches the picture once while converting).
+        made = subprocess.run(
+            ["soffice", f"-env:UserInstallation={(tmp_path / 'profile').as_uri()}", "--headless"]
+            + ["--convert-to", "doc:MS Word 97", "--outdir", str(tmp_path), str(page)],
+            capture_output=True,
+            timeout=120,
+        )
+        assert made.returncode == 0 and (tmp_path / "linked.doc").read_bytes()[:4] == b"\xd0\xcf\x11\xe0"
+        assert hits, "the listener saw the unconfined conversion's request"
+        hits.clear()
+        converted = convert_with_libreoffice(tmp_path / "linked.doc", "docx", tmp_path / "out", timeout=120)
+        texts = [p.text for p in docx.Document(converted).paragraphs]
+        assert "Linked picture" in texts and hits == []

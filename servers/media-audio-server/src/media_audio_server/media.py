@@ -3,7 +3,7 @@
 Local paths go through the session's path guard; URLs through the kit's HTTP client (SSRF guard,
 size cap, cache) into a temporary file (gaia_kit.media.files, as for video). ffmpeg and ffprobe always run as
 subprocesses with a deadline, so a damaged or endless file can neither block the event loop nor hang
-the server.
+the server, and confined to the one file (no playlists, no other files, no network).
 """
 
 from __future__ import annotations
@@ -16,7 +16,15 @@ from pathlib import Path
 import numpy as np
 from gaia_kit import PathGuard, ToolFailure
 from gaia_kit.core.quota import place, staged
-from gaia_kit.media.files import MediaFile, binary, document_kind, opened_media, run_tool
+from gaia_kit.media.files import (
+    MediaFile,
+    RefusedFormat,
+    binary,
+    document_kind,
+    input_args,
+    opened_media,
+    run_tool,
+)
 
 SAMPLE_RATE = 16_000
 FFMPEG_TIMEOUT_S = float(os.environ.get("AUDIO_FFMPEG_TIMEOUT_S", "300"))
@@ -47,14 +55,22 @@ def opened(guard: PathGuard, source: str) -> contextlib.AbstractAsyncContextMana
     return opened_media(guard, source, noun="audio")
 
 
-def _run(args: list[str], what: str, timeout: float = FFMPEG_TIMEOUT_S) -> bytes:
-    """Run ffmpeg/ffprobe with a deadline; its stdout, or one sentence from its stderr."""
+def _run(
+    args: list[str],
+    what: str,
+    audio: Audio,
+    timeout: float = FFMPEG_TIMEOUT_S,
+    writes: list[Path] | None = None,
+) -> bytes:
+    """Run ffmpeg/ffprobe on `audio` with a deadline; its stdout, or one sentence from its stderr."""
     return run_tool(
         args,
         what=what,
         timeout=timeout,
         timeout_setting="AUDIO_FFMPEG_TIMEOUT_S",
         advice="trim the recording first",
+        reads=[audio.path],
+        writes=writes,
     )
 
 
@@ -63,7 +79,11 @@ def probe(audio: Audio) -> dict:
     _refuse_documents(audio)
     args = [binary("ffprobe"), "-v", "error", "-print_format", "json", "-show_format", "-show_streams"]
     try:
-        info = json.loads(_run([*args, str(audio.path)], f"Reading {audio.shown}", timeout=60) or b"{}")
+        info = json.loads(
+            _run([*args, *input_args(audio.path)], f"Reading {audio.shown}", audio, 60) or b"{}"
+        )
+    except RefusedFormat:
+        raise
     except ToolFailure:
         info = {}
     if not any(s.get("codec_type") == "audio" for s in info.get("streams", [])):
@@ -93,22 +113,22 @@ def decode(audio: Audio, start: float = 0.0, length: float | None = None) -> np.
     args = [binary("ffmpeg"), "-nostdin", "-v", "error", "-ss", f"{start:.3f}"]
     if length is not None:
         args += ["-t", f"{length:.3f}"]
-    args += ["-i", str(audio.path), "-vn", "-ac", "1", "-ar", str(SAMPLE_RATE), "-f", "f32le", "-"]
-    return np.frombuffer(_run(args, f"Decoding {audio.shown}"), dtype=np.float32)
+    args += [*input_args(audio.path), "-vn", "-ac", "1", "-ar", str(SAMPLE_RATE), "-f", "f32le", "-"]
+    return np.frombuffer(_run(args, f"Decoding {audio.shown}", audio), dtype=np.float32)
 
 
 def wav_bytes(audio: Audio, start: float, length: float) -> bytes:
     """One chunk as 16 kHz mono 16-bit WAV: small enough for hosted transcription APIs (25 MB)."""
     args = [binary("ffmpeg"), "-nostdin", "-v", "error", "-ss", f"{start:.3f}", "-t", f"{length:.3f}"]
-    args += ["-i", str(audio.path), "-vn", "-ac", "1", "-ar", str(SAMPLE_RATE), "-f", "wav", "-"]
-    return _run(args, f"Decoding {audio.shown}")
+    args += [*input_args(audio.path), "-vn", "-ac", "1", "-ar", str(SAMPLE_RATE), "-f", "wav", "-"]
+    return _run(args, f"Decoding {audio.shown}", audio)
 
 
 def trim(audio: Audio, target: Path, start: float, length: float | None) -> None:
     """Cut [start, start+length) into `target`, re-encoded in the target's format; written atomically."""
-    args = [binary("ffmpeg"), "-nostdin", "-v", "error", "-y", "-ss", f"{start:.3f}", "-i", str(audio.path)]
+    args = [binary("ffmpeg"), "-nostdin", "-v", "error", "-y", "-ss", f"{start:.3f}", *input_args(audio.path)]
     if length is not None:
         args += ["-t", f"{length:.3f}"]
     with staged(target, suffix=target.suffix) as tmp:
-        _run([*args, "-vn", "-map_metadata", "0", str(tmp)], f"Trimming {audio.shown}")
+        _run([*args, "-vn", "-map_metadata", "0", str(tmp)], f"Trimming {audio.shown}", audio, writes=[tmp])
         place(tmp, target)  # within the session's disk quota

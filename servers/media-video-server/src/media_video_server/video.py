@@ -2,7 +2,7 @@
 
 Inputs come through gaia_kit.media.files (path guard, or the kit's HTTP client into the workspace, with
 VIDEO_MAX_BYTES as the cap). ffmpeg runs through the kit too: a subprocess in its own process group,
-killed at VIDEO_FFMPEG_TIMEOUT_S. Frames are taken by seeking to each time, so a long video costs
+killed at VIDEO_FFMPEG_TIMEOUT_S, confined to the one video (no playlists, no other files, no network). Frames are taken by seeking to each time, so a long video costs
 the frames asked for, not a decode of the whole file; only scene detection decodes its window.
 """
 
@@ -17,7 +17,15 @@ from pathlib import Path
 
 from gaia_kit import PathGuard, ToolFailure
 from gaia_kit.core.quota import place, scratch
-from gaia_kit.media.files import MediaFile, binary, document_kind, opened_media, run_tool
+from gaia_kit.media.files import (
+    MediaFile,
+    RefusedFormat,
+    binary,
+    document_kind,
+    input_args,
+    opened_media,
+    run_tool,
+)
 
 FFMPEG_TIMEOUT_S = float(os.environ.get("VIDEO_FFMPEG_TIMEOUT_S", "300"))
 MAX_BYTES = int(os.environ.get("VIDEO_MAX_BYTES", str(256 * 2**20)))
@@ -42,13 +50,15 @@ def opened(guard: PathGuard, source: str) -> contextlib.AbstractAsyncContextMana
     return opened_media(guard, source, noun="video", limit=MAX_BYTES, limit_setting="VIDEO_MAX_BYTES")
 
 
-def ffmpeg(args: list[str], what: str) -> bytes:
+def ffmpeg(args: list[str], what: str, video: MediaFile, writes: list[Path] | None = None) -> bytes:
     return run_tool(
         [binary("ffmpeg"), "-nostdin", "-v", "error", *args],
         what=what,
         timeout=FFMPEG_TIMEOUT_S,
         timeout_setting="VIDEO_FFMPEG_TIMEOUT_S",
         advice="ask for a shorter time range or a smaller video",
+        reads=[video.path],
+        writes=writes,
     )
 
 
@@ -61,14 +71,17 @@ def probe(video: MediaFile) -> Info:
     try:
         info = json.loads(
             run_tool(
-                [*args, str(video.path)],
+                [*args, *input_args(video.path)],
                 what=f"Reading {video.shown}",
                 timeout=60,
                 timeout_setting="ffprobe's 60 s limit",
                 advice="the file is probably damaged",
+                reads=[video.path],
             )
             or b"{}"
         )
+    except RefusedFormat:
+        raise
     except ToolFailure:
         info = {}
     streams = info.get("streams", [])
@@ -135,10 +148,11 @@ def scene_changes(video: MediaFile, start: float, end: float, threshold: float) 
     # Scored at full size: ffmpeg's scene score is cheap next to decoding, and scaling frames down first
     # cost more CPU than it saved (benchmarks/video_keyframes.py).
     graph = f"select='gt(scene,{threshold})',metadata=print:file=-"
-    args = ["-ss", f"{start:.3f}", "-t", f"{end - start:.3f}", "-i", str(video.path)]
+    args = ["-ss", f"{start:.3f}", "-t", f"{end - start:.3f}", *input_args(video.path)]
     out = ffmpeg(
         [*args, "-an", "-sn", "-dn", "-vf", graph, "-f", "null", "-"],
         f"Finding scene changes in {video.shown}",
+        video,
     )
     times = [float(t) for t in re.findall(rb"pts_time:(\S+)", out)]
     scores = [float(s) for s in re.findall(rb"lavfi\.scene_score=(\S+)", out)]
@@ -158,12 +172,12 @@ def grab(video: MediaFile, times: list[float], folder: Path, names: list[str]) -
     outputs: list[str] = []
     with scratch(folder, prefix=".frames-") as work:
         for moment in times:
-            args += ["-ss", f"{max(0.0, moment - SEEK_EARLY_S):.3f}", "-i", str(video.path)]
+            args += ["-ss", f"{max(0.0, moment - SEEK_EARLY_S):.3f}", *input_args(video.path)]
         for i, name in enumerate(names):
             outputs.append(str(work / f"{i:04d}{Path(name).suffix}"))
             quality = ["-q:v", "2"] if name.endswith(".jpg") else []
             args += ["-map", f"{i}:v:0", "-frames:v", "1", *quality, "-update", "1", outputs[-1]]
-        ffmpeg(["-y", *args], f"Taking frames from {video.shown}")
+        ffmpeg(["-y", *args], f"Taking frames from {video.shown}", video, writes=[work])
         saved: list[Path | None] = []
         for temp, name in zip(outputs, names, strict=True):
             if Path(temp).is_file() and Path(temp).stat().st_size:

@@ -3,19 +3,22 @@
 Each conversion gets its own throwaway LibreOffice profile: two soffice processes sharing a profile
 either block on its lock or hand the job to the first one, so concurrent calls would collide.
 The process runs in its own process group (gaia_kit.execution.process), and the whole group is killed at the deadline.
+It runs confined (gaia_kit.execution.confine): it sees the one file, its profile and the output folder,
+and has no network, so a document's linked images, styles or OLE links cannot make it fetch anything.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
 from gaia_kit.core.errors import ToolFailure
-from gaia_kit.execution.process import run_in_group
+from gaia_kit.execution.confine import run_confined
 
+# Debian's LibreOffice keeps its registry under /etc (/usr/lib/libreoffice/share/registry links there).
+CONFIGURATION = [path for path in (Path("/etc/libreoffice"),) if path.is_dir()]
 APT_PACKAGES = "libreoffice-writer-nogui, libreoffice-impress-nogui or libreoffice-calc-nogui"
 
 
@@ -48,8 +51,13 @@ def convert_with_libreoffice(source: Path, target_format: str, out_dir: Path, ti
         ]
         try:
             # its own process group: oosplash starts soffice.bin as a child, and the deadline kills both
-            done = run_in_group(
-                command, timeout=timeout, env={**os.environ, "HOME": profile}, merge_stderr=True
+            done = run_confined(
+                command,
+                reads=[source, *CONFIGURATION],
+                writes=[out_dir, Path(profile)],
+                timeout=timeout,
+                env={"HOME": profile},
+                merge_stderr=True,
             )
         except subprocess.TimeoutExpired:
             raise ToolFailure(

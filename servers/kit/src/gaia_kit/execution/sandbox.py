@@ -237,16 +237,7 @@ def _bwrap_command(
     args += [] if network else ["--unshare-net"]
     # As root: no user namespace (see the module docstring); setpriv drops to `uid` inside.
     args += ["--unshare-user", "--cap-drop", "ALL"] if uid is None else []
-    args += ["--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev"]
-    for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-        host = Path("/") / top
-        if host.is_symlink():
-            args += ["--symlink", os.readlink(host), str(host)]
-        elif host.is_dir():
-            args += ["--ro-bind", str(host), str(host)]
-    args += ["--perms", "0755", "--dir", "/etc"]
-    for name in ETC_ENTRIES:
-        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    args += system_mounts()
     if network:
         args += ["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
     args += ["--size", str(settings.tmp_mb * 1024 * 1024), "--perms", "1777", "--tmpfs", "/tmp"]
@@ -269,6 +260,22 @@ def _bwrap_command(
         drop = [f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all"]
         inner = ["setpriv", *drop, "--bounding-set=-all", "--no-new-privs", "--", *inner]
     return [*args, "--", *inner]
+
+
+def system_mounts() -> list[str]:
+    """bubblewrap arguments for what any program needs to start: /usr, the top-level library and
+    binary folders, /proc, /dev and a few files of /etc, all read-only."""
+    args = ["--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev"]
+    for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        host = Path("/") / top
+        if host.is_symlink():
+            args += ["--symlink", os.readlink(host), str(host)]
+        elif host.is_dir():
+            args += ["--ro-bind", str(host), str(host)]
+    args += ["--perms", "0755", "--dir", "/etc"]
+    for name in ETC_ENTRIES:
+        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    return args
 
 
 def _mount(kind: list[str], source: Path, dest: Path, made: set[str]) -> list[str]:

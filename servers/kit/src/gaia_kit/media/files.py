@@ -7,6 +7,11 @@ removed after the call: no sandboxed code sees it, and a file being read never c
 session's disk quota (GAIA_MAX_READ_BYTES bounds it).
 Tools run as subprocesses in their own process group with a deadline: a damaged or endless file can
 neither block the event loop (callers run them in a worker thread) nor leave a process behind.
+
+A file may name other files (an HLS playlist or a concat list saved as `talk.mp3`), so every input is
+opened with `input_args`: the file protocol only, and only the container formats in DEMUXERS (never a
+playlist, list or manifest); and `run_tool` runs ffmpeg confined (gaia_kit.execution.confine) with
+only the files of the call visible and no network, so a format that names another file finds nothing.
 """
 
 from __future__ import annotations
@@ -25,8 +30,24 @@ from gaia_kit.core.errors import ToolFailure
 from gaia_kit.core.paths import PathGuard
 from gaia_kit.core.quota import scratch
 from gaia_kit.core.settings import get_settings
-from gaia_kit.execution.process import run_in_group
+from gaia_kit.execution.confine import run_confined
 from gaia_kit.web.http import shared_http
+
+# Container formats (ffmpeg's demuxer names) media tools open: audio, video and GIF. Left out on
+# purpose: playlists and lists that name other files or URLs (hls, dash, concat, imf,
+# webm_dash_manifest, ffmetadata), network and device inputs (rtp, rtsp, sdp, lavfi, v4l2, x11grab)
+# and image sequences (image2, which expands patterns).
+DEMUXERS = (
+    "aac,ac3,aiff,amr,amrnb,amrwb,ape,asf,au,avi,caf,dsf,dts,dtshd,dv,eac3,flac,flv,gif,h264,hevc,ivf,"
+    "live_flv,m4v,matroska,mlp,mov,mp3,mpc,mpc8,mpeg,mpegts,mpegvideo,mxf,nut,obu,ogg,oma,rm,shn,tak,"
+    "truehd,tta,voc,w64,wav,wv,wtv,xwma"
+)
+NOT_ON_ALLOW_LIST = "not on whitelist"
+"""What ffmpeg says when a file is of a format outside DEMUXERS."""
+
+
+class RefusedFormat(ToolFailure):
+    """The file is a playlist, a list or another format the media tools do not open."""
 
 
 @dataclass
@@ -110,20 +131,46 @@ def binary(name: str) -> str:
     return found
 
 
-def run_tool(args: list[str], *, what: str, timeout: float, timeout_setting: str, advice: str) -> bytes:
-    """Run a command with a deadline; its stdout, or one sentence from its stderr.
+def input_args(path: Path) -> list[str]:
+    """ffmpeg's or ffprobe's options for reading `path`: one local file of an allowed container format."""
+    return ["-protocol_whitelist", "file", "-format_whitelist", DEMUXERS, "-i", str(path)]
+
+
+def run_tool(
+    args: list[str],
+    *,
+    what: str,
+    timeout: float,
+    timeout_setting: str,
+    advice: str,
+    reads: list[Path],
+    writes: list[Path] | None = None,
+) -> bytes:
+    """Run a command with a deadline, seeing only `reads` and `writes`; its stdout, or one sentence
+    from its stderr.
 
     At the deadline the whole process group is killed and the sentence names `timeout_setting`,
     followed by `advice` (what the agent can do: trim the file, ask for a shorter range).
     """
     try:
-        done = run_in_group(args, timeout=timeout)
+        done = run_confined(args, reads=reads, writes=writes or [], timeout=timeout)
     except subprocess.TimeoutExpired:
         raise ToolFailure(
             f"{what} took longer than {timeout:.0f} s and was stopped ({timeout_setting}); {advice}."
         ) from None
     if done.returncode != 0:
         lines = [line for line in done.stderr.decode("utf-8", "replace").splitlines() if line.strip()]
+        refused = next((line for line in lines if NOT_ON_ALLOW_LIST in line.lower()), None)
+        if refused is not None:
+            raise RefusedFormat(
+                f"{what} failed: the file is of format {_format_name(refused)!r}, a playlist, a list of "
+                "other files or another format the media tools do not open; pass one audio or video file."
+            )
         reason = lines[-1].strip() if lines else f"exit status {done.returncode}"
         raise ToolFailure(f"{what} failed: {reason[:300].rstrip('.')}.")
     return done.stdout
+
+
+def _format_name(line: str) -> str:
+    """'hls' from ffmpeg's "[hls @ 0x55...] Format not on whitelist 'aac,...'" line."""
+    return line.split("@", 1)[0].strip(" [") if line.startswith("[") and "@" in line else "unknown"

@@ -1,0 +1,121 @@
+"""External programs a tool hands a file to (ffmpeg, ffprobe, LibreOffice, tesseract, the PDF worker),
+run so that they see only that file.
+
+A decoder is told one path, but the file may name others: an HLS playlist or a concat list saved as
+`innocent.mp3` lists other sessions' media by absolute path, a legacy .doc links to a URL that
+LibreOffice fetches. So the program runs in bubblewrap, in its own mount namespace holding the
+system (/usr, a few files of /etc), a fresh /tmp, and only the paths the caller names, each bound
+at its own path (so its arguments need no rewriting): `reads` read-only, `writes` read-write. The
+network namespace is empty (no network at all, loopback included), and so are the PID, IPC and UTS
+ones; every capability is dropped. Each path is opened here without following a final symlink and
+bound by its file descriptor, so what the program sees is the file that was checked.
+
+GAIA_SANDBOX=unsandboxed (the execution sandbox's setting) runs the programs directly, as it runs
+sandboxed code directly: an explicit, logged choice for hosts where bubblewrap cannot run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import stat
+import subprocess
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from gaia_kit.core.errors import ToolFailure
+from gaia_kit.execution.process import run_in_group
+from gaia_kit.execution.sandbox import (
+    SandboxUnavailable,
+    _bubblewrap_problem,
+    get_sandbox_settings,
+    system_mounts,
+)
+
+logger = logging.getLogger("gaia_kit.execution.confine")
+
+BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "TMPDIR": "/tmp"}
+
+
+def run_confined(
+    args: list[str],
+    *,
+    reads: Sequence[Path] = (),
+    writes: Sequence[Path] = (),
+    timeout: float,
+    env: dict[str, str] | None = None,
+    merge_stderr: bool = False,
+    input: bytes | None = None,
+    tick: Callable[[], None] | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """run_in_group(args, ...) with only `reads` (read-only) and `writes` (read-write) visible and no
+    network. `env` is added to a minimal environment: nothing of the server's passes (API keys)."""
+    environment = {**BASE_ENV, **(env or {})}
+    if get_sandbox_settings().backend == "unsandboxed":
+        logger.warning("GAIA_SANDBOX=unsandboxed: running %s without confinement", Path(args[0]).name)
+        return run_in_group(
+            args, timeout=timeout, env=environment, merge_stderr=merge_stderr, input=input, tick=tick
+        )
+    problem = _bubblewrap_problem()
+    if problem:
+        raise SandboxUnavailable(problem)
+    program = Path(args[0]).name
+    with _opened(reads, program) as read_fds, _opened(writes, program) as write_fds:
+        command = _bwrap_command(args, read_fds, write_fds, environment)
+        return run_in_group(
+            command,
+            timeout=timeout,
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+            merge_stderr=merge_stderr,
+            input=input,
+            tick=tick,
+            pass_fds=tuple(fd for fd, _ in [*read_fds, *write_fds]),
+        )
+
+
+@contextlib.contextmanager
+def _opened(paths: Sequence[Path], program: str) -> Iterator[list[tuple[int, Path]]]:
+    """An O_PATH descriptor for each path, its last component never a symlink followed."""
+    opened: list[tuple[int, Path]] = []
+    try:
+        for path in paths:
+            absolute = Path(os.path.abspath(path))
+            try:
+                fd = os.open(absolute, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except OSError as exc:
+                raise _moved(absolute, program, exc.strerror) from None
+            opened.append((fd, absolute))
+            # O_PATH with O_NOFOLLOW opens a link itself instead of failing: refuse it here.
+            if stat.S_ISLNK(os.fstat(fd).st_mode):
+                raise _moved(absolute, program, "it is a symbolic link")
+        yield opened
+    finally:
+        for fd, _ in opened:
+            os.close(fd)
+
+
+def _moved(path: Path, program: str, why: str | None) -> ToolFailure:
+    return ToolFailure(
+        f"{path.name} could not be handed to {program} ({why}); it was moved or replaced by a link "
+        "while the call ran: try again with the file itself."
+    )
+
+
+def _bwrap_command(
+    args: list[str], reads: list[tuple[int, Path]], writes: list[tuple[int, Path]], env: dict[str, str]
+) -> list[str]:
+    command = ["bwrap", "--die-with-parent", "--new-session", "--hostname", "gaia-decoder"]
+    command += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try"]
+    # As root the program stays uid 0 but with no capability (it can open only what root owns or
+    # anyone may read, and change no mount); as anyone else a user namespace holds it.
+    command += ([] if os.geteuid() == 0 else ["--unshare-user"]) + ["--cap-drop", "ALL"]
+    command += [*system_mounts(), "--perms", "1777", "--tmpfs", "/tmp"]
+    for fd, path in reads:
+        command += ["--ro-bind-fd", str(fd), str(path)]
+    for fd, path in writes:
+        command += ["--bind-fd", str(fd), str(path)]
+    command += ["--chdir", "/tmp", "--clearenv"]
+    for key, value in env.items():
+        command += ["--setenv", key, value]
+    return [*command, "--", *args]
