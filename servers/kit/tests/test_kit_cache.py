@@ -47,12 +47,20 @@ def key(url: str, **headers: str) -> str:
     return request_key("GET", httpx.URL(url), httpx.Headers(headers))
 
 
-def test_keys_normalize_the_query_and_ignore_secrets():
+def test_keys_normalize_the_query_and_tell_credentials_apart():
     base = key("https://api.example.org/search?q=a&lang=en")
     assert key("https://API.example.org:443/search?lang=en&q=a") == base
-    assert key("https://api.example.org/search?q=a&lang=en&key=s3cret") == base
-    assert key("https://api.example.org/search?q=a&lang=en", authorization="Bearer x") == base
-    assert key("https://user:pw@api.example.org/search?q=a&lang=en") == base
+    with_key = key("https://api.example.org/search?q=a&lang=en&key=s3cret")
+    assert with_key not in (base, key("https://api.example.org/search?q=a&lang=en&key=other"))
+    assert key("https://api.example.org/search?key=s3cret&lang=en&q=a") == with_key
+    bearer = key("https://api.example.org/search?q=a&lang=en", authorization="Bearer x")
+    assert bearer not in (base, key("https://api.example.org/search?q=a&lang=en", authorization="Bearer y"))
+    assert key("https://api.example.org/search?q=a&lang=en", cookie="s=1") not in (base, bearer)
+    assert key("https://user:pw@api.example.org/search?q=a&lang=en") not in (
+        base,
+        key("https://user:other@api.example.org/search?q=a&lang=en"),
+    )
+    assert "s3cret" not in with_key
     assert key("https://api.example.org/search?q=b&lang=en") != base
     assert key("https://api.example.org/search?q=a&lang=en", accept="application/json") != base
     post = request_key("POST", httpx.URL("https://api.example.org/search"), httpx.Headers(), b'{"q": 1}')

@@ -444,16 +444,17 @@ async def test_read_write_records_and_replay_answers_byte_identical_offline(site
     url = f"{site.base}/search"
     async with HttpClient(settings(tmp_path, cache_mode="read-write")) as http:
         first = await http.get(url, params={"q": "gaia", "key": SECRET})
-        again = await http.get(url, params={"key": "another-key", "q": "gaia"})  # keys are not in the key
+        again = await http.get(url, params={"key": SECRET, "q": "gaia"})  # the query's order does not count
     assert (first.from_cache, again.from_cache, site.hits["/search"]) == (False, True, 1)
     assert again.content == first.content == body
     site.__exit__()  # offline from here on
     async with HttpClient(settings(tmp_path, cache_mode="replay", cache_ttl_s=1e-9)) as http:
-        replayed = await http.get(url, params={"q": "gaia"})
+        replayed = await http.get(url, params={"q": "gaia", "key": SECRET})
         assert (replayed.content, replayed.status, replayed.from_cache) == (body, 200, True)
         assert replayed.headers == first.headers and replayed.url == first.url
-        with pytest.raises(ToolFailure, match="GAIA_HTTP_CACHE_MODE=replay answers only from the cache"):
-            await http.get(url, params={"q": "other"})
+        for other in ({"q": "other", "key": SECRET}, {"q": "gaia", "key": "another-key"}, {"q": "gaia"}):
+            with pytest.raises(ToolFailure, match="GAIA_HTTP_CACHE_MODE=replay answers only from the cache"):
+                await http.get(url, params=other)
 
 
 @pytest.fixture
@@ -525,13 +526,44 @@ async def test_no_secret_reaches_the_cache_file(site, tmp_path):
     assert SECRET not in export.read_text() and "api_key=%2A%2A%2A" in export.read_text()
 
 
-async def test_a_key_in_a_json_body_is_not_part_of_the_cache_key(site, tmp_path, in_search_tool):
+async def test_a_key_in_a_json_body_keys_the_cache_by_its_digest(site, tmp_path, in_search_tool):
     site.script("search", (200, {}, b"hits"))
     async with HttpClient(settings(tmp_path, cache_mode="read-write")) as http:
         first = await http.post(f"{site.base}/search", json={"query": "x", "api_key": SECRET}, cache=True)
-        second = await http.post(f"{site.base}/search", json={"api_key": "other", "query": "x"}, cache=True)
+        again = await http.post(f"{site.base}/search", json={"api_key": SECRET, "query": "x"}, cache=True)
+        other_key = await http.post(
+            f"{site.base}/search", json={"api_key": "other", "query": "x"}, cache=True
+        )
         other = await http.post(f"{site.base}/search", json={"query": "y", "api_key": SECRET}, cache=True)
-    assert (first.from_cache, second.from_cache, other.from_cache) == (False, True, False)
+    assert [r.from_cache for r in (first, again, other_key, other)] == [False, True, False, False]
+    assert SECRET.encode() not in b"".join(p.read_bytes() for p in tmp_path.glob("http.sqlite*"))
+
+
+CREDENTIALS = {
+    "query token": lambda secret: {"params": {"q": "private", "token": secret}},
+    "authorization": lambda secret: {"headers": {"Authorization": f"Bearer {secret}"}},
+    "cookie": lambda secret: {"headers": {"Cookie": f"session={secret}"}},
+}
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+async def test_a_page_fetched_with_one_credential_is_never_served_to_another(
+    site, tmp_path, request, backend
+):
+    store = {"cache_url": request.getfixturevalue("redis_url")} if backend == "redis" else {}
+    for way, carry in CREDENTIALS.items():
+        url = f"{site.base}/echo?way={way.replace(' ', '-')}"
+        async with HttpClient(settings(tmp_path, cache_mode="read-write", **store)) as http:
+            first_a = await http.get(url, **carry("token-AAA"))
+            first_b = await http.get(url, **carry("token-BBB"))
+        async with HttpClient(settings(tmp_path, cache_mode="read-write", **store)) as http:  # a restart
+            again_b = await http.get(url, **carry("token-BBB"))
+            again_a = await http.get(url, **carry("token-AAA"))
+        assert [r.from_cache for r in (first_a, first_b, again_b, again_a)] == [False, False, True, True], way
+        assert b"token-AAA" in first_a.content and b"token-AAA" in again_a.content, way
+        assert b"token-BBB" in first_b.content and b"token-BBB" in again_b.content, way
+        assert b"token-AAA" not in first_b.content + again_b.content, way
+    assert len(site.headers) == 2 * len(CREDENTIALS)  # each credential reached the site once
 
 
 def _age_every_entry(path: Path, seconds: float) -> None:

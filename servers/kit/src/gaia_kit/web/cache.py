@@ -5,8 +5,10 @@
     cache.get(key, ttl_s=3600)     # -> CachedResponse | None
     cache.stats(); cache.export(path); cache.import_(path); cache.clear()
 
-The key is a hash of the normalized request with secrets removed (see `request_key`), and the
-stored URL has secret query values masked, so the file can be shared without leaking API keys.
+The key is a hash of the normalized request (see `request_key`). Credentials (secret query values,
+user:password, Authorization, cookies, API-key headers and body fields) enter it only as a digest of
+their own: a response fetched with one credential is never served to a request with another, and
+the stored URL has secret query values masked, so the file can be shared without leaking API keys.
 WAL mode and a busy timeout let server replicas read and write it at the same time.
 
 Gateways on several machines share one cache through Redis instead: `open_cache(url, path)` gives
@@ -28,7 +30,7 @@ from typing import Any, Protocol
 
 import httpx
 
-# Query parameters and headers that carry credentials: never part of a key, never stored.
+# Query parameters and headers that carry credentials: never stored, and part of a key only as a digest.
 SECRET_PARAMS = frozenset(
     {"key", "api_key", "apikey", "access_token", "token", "auth", "password", "secret", "client_secret"}
 )
@@ -81,8 +83,15 @@ def masked_url(url: httpx.URL) -> str:
     return str(url.copy_with(userinfo=b"", params=pairs or None, fragment=None))
 
 
-def request_key(method: str, url: httpx.URL, headers: httpx.Headers, body: bytes = b"") -> str:
-    """A hash of method, URL (query sorted, secret params dropped), the KEY_HEADERS and the body."""
+def request_key(
+    method: str,
+    url: httpx.URL,
+    headers: httpx.Headers,
+    body: bytes = b"",
+    body_secrets: Iterable[tuple[str, str]] = (),
+) -> str:
+    """A hash of method, URL (query sorted, secret params apart), the KEY_HEADERS, the body, and a
+    digest of the credentials the request carries (`body_secrets`: those taken out of its body)."""
     pairs = sorted((k, v) for k, v in url.params.multi_items() if k.lower() not in SECRET_PARAMS)
     normal = url.copy_with(userinfo=b"", params=pairs or None, fragment=None)
     parts = {
@@ -91,7 +100,22 @@ def request_key(method: str, url: httpx.URL, headers: httpx.Headers, body: bytes
         "headers": {name: headers.get(name, "") for name in KEY_HEADERS},
         "body": hashlib.sha256(body).hexdigest(),
     }
+    secrets = _credentials(url, headers, body_secrets)
+    if secrets:  # absent otherwise, so keys of requests without credentials stay as they were
+        parts["credentials"] = hashlib.sha256(json.dumps(secrets).encode()).hexdigest()
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def _credentials(
+    url: httpx.URL, headers: httpx.Headers, body_secrets: Iterable[tuple[str, str]]
+) -> list[list[str]]:
+    """Every credential of a request, in one order: what a cached answer may be shared under."""
+    found = [["query", k.lower(), v] for k, v in url.params.multi_items() if k.lower() in SECRET_PARAMS]
+    found += [["header", k.lower(), v] for k, v in headers.multi_items() if is_secret_header(k)]
+    found += [["body", k.lower(), str(v)] for k, v in body_secrets]
+    if url.userinfo:
+        found.append(["userinfo", "", url.userinfo.decode("latin-1")])
+    return sorted(found)
 
 
 class Cache(Protocol):

@@ -580,11 +580,12 @@ def _storable(status: int) -> bool:
 
 
 def _cache_key(request: httpx.Request, json: Any) -> str:
-    body = request.content
-    if isinstance(json, dict):  # some APIs take their key in the JSON body: keep it out of the key
+    body, secrets = request.content, []
+    if isinstance(json, dict):  # some APIs take their key in the JSON body: it enters the key as a digest
         kept = {k: v for k, v in json.items() if k.lower() not in SECRET_PARAMS}
+        secrets = [(k, jsonlib.dumps(v)) for k, v in json.items() if k.lower() in SECRET_PARAMS]
         body = jsonlib.dumps(kept, sort_keys=True).encode()
-    return request_key(request.method, request.url, request.headers, body)
+    return request_key(request.method, request.url, request.headers, body, secrets)
 
 
 def _from_cache(entry: CachedResponse) -> HttpResponse:
