@@ -44,6 +44,7 @@ def test_flags_keep_the_browser_quiet():
         "--disable-component-update",
         "--disable-quic",
         "--no-first-run",
+        "--webrtc-ip-handling-policy=disable_non_proxied_udp",  # both browsers' pages: no WebRTC UDP
     ):
         assert flag in args
     assert ("--no-sandbox" in args) == (os.geteuid() == 0)

@@ -28,6 +28,14 @@ QUIET_FLAGS = (
     "--disable-quic",
     "--disable-dev-shm-usage",
 )
+# WebRTC sends UDP (STUN, TURN, peer traffic) from the browser process itself, around the HTTP proxy
+# that guards page loads: a page could reach any UDP service, loopback included. With this policy
+# WebRTC uses UDP only through a proxy (an HTTP proxy carries none), and its TCP (TURN) goes the way
+# page loads go: through the guarding proxy where the server sets one (ms-playwright).
+CHANNEL_FLAGS = (
+    "--force-webrtc-ip-handling-policy",
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+)
 
 
 def chromium_path() -> str:
@@ -55,7 +63,7 @@ def chromium_path() -> str:
 
 def chromium_args() -> list[str]:
     """Command-line flags for every launch; root needs --no-sandbox (Chromium refuses otherwise)."""
-    args = list(QUIET_FLAGS)
+    args = [*QUIET_FLAGS, *CHANNEL_FLAGS]
     if os.geteuid() == 0:
         args.append("--no-sandbox")
     return args
