@@ -15,12 +15,14 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
 from gaia_env.registry import load_registry
 from gaia_kit_testing.fake_openai import LLM_SUFFIXES, FakeOpenAI
 from gaia_kit_testing.loopback import LoopbackServer
+from gaia_kit_testing.webrtc import WebRtcTargets
 from gateway_harness import RunningGateway, free_port, launch
 from starlette.applications import Starlette
 from starlette.responses import HTMLResponse, Response
@@ -55,6 +57,13 @@ def show_cookie(request: Any) -> HTMLResponse:
     )
 
 
+PROBE = {"function": "async () => 'no probe set'"}
+
+
+def webrtc_page(_request: Any) -> HTMLResponse:
+    return HTMLResponse(f"<html><body><p>Calling out.</p><script>({PROBE['function']})()</script></body></html>")
+
+
 def attachment(_request: Any) -> Response:
     return Response(
         b"r" * 300_000,
@@ -71,6 +80,7 @@ def site() -> Iterator[LoopbackServer]:
         Route("/colour", colour_page),
         Route("/set", set_cookie),
         Route("/show", show_cookie),
+        Route("/webrtc", webrtc_page),
     ]
     with LoopbackServer(Starlette(routes=routes)) as server:
         yield server
@@ -192,6 +202,29 @@ def test_each_session_keeps_its_own_browser_profile_until_it_ends(
     finally:
         gateway.stop()
         shutil.rmtree(server_tmp, ignore_errors=True)
+
+
+def test_webrtc_from_an_allowed_page_or_a_data_page_sends_nothing(
+    tmp_path: Path, fake: FakeOpenAI, site: LoopbackServer
+) -> None:
+    with WebRtcTargets() as targets:
+        PROBE["function"] = targets.function(wait_ms=2000)
+        data_page = "data:text/html," + quote(f"<p>Made here.</p><script>({PROBE['function']})()</script>")
+        for url in (site.url("/webrtc"), data_page):
+            fake.reply_with(lambda _body, url=url: step({"navigate": {"url": url, "new_tab": False}}, "call out"))
+        fake.reply_with(lambda _body: step({"wait": {"seconds": 3}}, "let the page's scripts run"))
+        fake.reply_with(lambda _body: step({"done": {"text": "visited", "success": True}}, "finish"))
+        gateway = start_gateway(tmp_path)
+        try:
+            result = gateway.call("browser_use", {"task": "Visit the pages.", "max_steps": 5}, timeout=300)
+            assert not result.get("isError"), texts(result)
+        finally:
+            gateway.stop()
+        visited = texts(result).split("## URLs visited")[1]
+        assert site.url("/webrtc") in visited and "data:text/html" in visited, texts(result)
+        # TURN over TCP goes the way this browser's page loads go (no guarding proxy here): UDP is the
+        # channel only WebRTC opened.
+        assert targets.arrived()["udp"] == 0
 
 
 def test_with_vnc_the_browser_runs_headful_on_the_display_people_watch(

@@ -16,7 +16,7 @@ from gaia_kit import KitServer, ToolFailure, get_settings, serve, session_of
 from gaia_kit.core.args import MaxLength
 from gaia_kit.core.calls import current_call
 from gaia_kit.core.hints import hints
-from gaia_kit.execution.process import run_in_group
+from gaia_kit.execution.confine import python_roots, run_confined
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
@@ -112,16 +112,28 @@ def _page_range(pages: str | None) -> tuple[int, int | None]:
     return first, last
 
 
+def _tesseract_env() -> dict[str, str]:
+    return {name: os.environ[name] for name in ("TESSDATA_PREFIX", "OMP_THREAD_LIMIT") if name in os.environ}
+
+
+def _tessdata() -> list[Path]:
+    """tesseract's language data when TESSDATA_PREFIX puts it outside /usr, where the worker can see it."""
+    prefix = os.environ.get("TESSDATA_PREFIX")
+    return [Path(prefix)] if prefix and os.path.isdir(prefix) else []
+
+
 def _run_worker(request: dict, raw: str) -> dict:
     # The worker reports each page on a pipe of its own: stdout carries the answer, stderr the noise.
     progress_in, progress_out = os.pipe()
     os.set_blocking(progress_in, False)
     try:
-        done = run_in_group(
+        # Confined: the worker (pymupdf, tesseract) sees the one PDF, no other file and no network.
+        done = run_confined(
             [sys.executable, "-m", "documents_pdf_server.worker"],
+            reads=[Path(request["path"]), *python_roots(), *_tessdata()],
             timeout=DEADLINE_S,
             input=json.dumps(request).encode(),
-            env={**os.environ, "PDF_PROGRESS_FD": str(progress_out)},
+            env={"PDF_PROGRESS_FD": str(progress_out), **_tesseract_env()},
             pass_fds=(progress_out,),
             tick=lambda: _relay_progress(progress_in),
         )

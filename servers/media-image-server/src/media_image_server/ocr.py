@@ -14,9 +14,10 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 from gaia_kit import ToolFailure
-from gaia_kit.execution.process import run_in_group
+from gaia_kit.execution.confine import run_confined
 from gaia_kit.media.images import flattened
 from PIL import Image, ImageOps, ImageStat
 
@@ -107,10 +108,15 @@ def recognise(image: Image.Image, language: str, preprocess: bool, name: str) ->
     buffer = io.BytesIO()
     picture.save(buffer, "PNG", compress_level=1)  # fast: tesseract decodes it at once
     # One thread per tesseract: replicas and concurrent calls are the parallelism, not OpenMP.
-    env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
+    env = {"OMP_THREAD_LIMIT": "1"}
+    tessdata = os.environ.get("TESSDATA_PREFIX")
+    if tessdata:
+        env["TESSDATA_PREFIX"] = tessdata
     try:
-        done = run_in_group(
+        # The picture arrives on stdin; confined, tesseract sees no file of the host and no network.
+        done = run_confined(
             [binary, "stdin", "stdout", "-l", language, "--psm", "3", "tsv"],
+            reads=[Path(tessdata)] if tessdata else [],
             timeout=DEADLINE_S,
             env=env,
             input=buffer.getvalue(),

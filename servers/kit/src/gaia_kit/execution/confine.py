@@ -21,6 +21,7 @@ import logging
 import os
 import stat
 import subprocess
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -48,6 +49,7 @@ def run_confined(
     merge_stderr: bool = False,
     input: bytes | None = None,
     tick: Callable[[], None] | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> subprocess.CompletedProcess[bytes]:
     """run_in_group(args, ...) with only `reads` (read-only) and `writes` (read-write) visible and no
     network. `env` is added to a minimal environment: nothing of the server's passes (API keys)."""
@@ -55,7 +57,13 @@ def run_confined(
     if get_sandbox_settings().backend == "unsandboxed":
         logger.warning("GAIA_SANDBOX=unsandboxed: running %s without confinement", Path(args[0]).name)
         return run_in_group(
-            args, timeout=timeout, env=environment, merge_stderr=merge_stderr, input=input, tick=tick
+            args,
+            timeout=timeout,
+            env=environment,
+            merge_stderr=merge_stderr,
+            input=input,
+            tick=tick,
+            pass_fds=pass_fds,
         )
     problem = _bubblewrap_problem()
     if problem:
@@ -70,8 +78,19 @@ def run_confined(
             merge_stderr=merge_stderr,
             input=input,
             tick=tick,
-            pass_fds=tuple(fd for fd, _ in [*read_fds, *write_fds]),
+            pass_fds=(*pass_fds, *(fd for fd, _ in [*read_fds, *write_fds])),
         )
+
+
+def python_roots() -> list[Path]:
+    """What a child `python -m <this project's module>` reads: this Python, its virtual environment
+    and the source folders of editable installs (sys.path, less the script's own folder)."""
+    found = {Path(os.path.realpath(sys.base_prefix)), Path(os.path.realpath(sys.prefix))}
+    found |= {Path(os.path.realpath(entry)) for entry in sys.path[1:] if entry and os.path.isdir(entry)}
+    roots = sorted(root for root in found if not root.is_relative_to("/usr"))
+    return [
+        root for root in roots if not any(root != other and root.is_relative_to(other) for other in roots)
+    ]
 
 
 @contextlib.contextmanager
