@@ -168,3 +168,14 @@ async def test_keyframes_do_not_wait_for_a_slow_analysis(call, kit_env, cuts, fa
         order.append("keyframes")
         fake.hold.set()
     assert order == ["keyframes", "analysis"]
+
+
+async def test_a_playlist_naming_another_sessions_video_is_refused(call, kit_env, make_cuts):
+    other = kit_env.root / "s2"
+    other.mkdir()
+    secret = make_cuts(other / "secret.ts")
+    playlist = f"#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:6.0,\n{secret}\n#EXT-X-ENDLIST\n"
+    (kit_env.workspace / "clip.mp4").write_text(playlist)
+    message = failed(await call("extract_keyframes", video_path="clip.mp4", target_time=3, window_size=6))
+    assert "clip.mp4" in message and "format 'hls'" in message and "pass one audio or video file" in message
+    assert not (kit_env.workspace / "keyframes").exists()
