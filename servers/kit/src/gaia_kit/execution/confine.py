@@ -17,6 +17,7 @@ sandboxed code directly: an explicit, logged choice for hosts where bubblewrap c
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import stat
@@ -115,6 +116,8 @@ def _opened(paths: Sequence[Path], program: str) -> Iterator[list[tuple[int, Pat
 
 
 def _moved(path: Path, program: str, why: str | None) -> ToolFailure:
+    if why == os.strerror(errno.ENOENT):
+        return ToolFailure(f"{path.name} does not exist (it was removed or moved); check the path.")
     return ToolFailure(
         f"{path.name} could not be handed to {program} ({why}); it was moved or replaced by a link "
         "while the call ran: try again with the file itself."
