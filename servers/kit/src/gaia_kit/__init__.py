@@ -3,7 +3,7 @@
     core        the server and its rules: KitServer, sessions, paths, limits, errors, settings, serve
     web         outbound HTTP: the client, SSRF guard, record/replay cache, Chromium launch options
     pages       what pages say: HTML/PDF extraction, the page reader, web search, the local corpus
-    execution   running code: the sandbox, the command policy, the shell, process groups
+    execution   running code: the sandbox, the command policy, the shell, process groups, confined decoders
     models      asking an OpenAI-compatible model
     documents   office files, LibreOffice conversion, Markdown tables, text encodings
     media       media files and the ffmpeg-family tools, images for vision models

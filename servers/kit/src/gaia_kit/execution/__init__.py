@@ -1,1 +1,2 @@
-"""Running code and commands: the bubblewrap sandbox, the command policy, the shell, process groups with deadlines."""
+"""Running code and commands: the bubblewrap sandbox, the command policy, the shell, process groups with deadlines,
+and external decoders confined to the files they are handed."""
