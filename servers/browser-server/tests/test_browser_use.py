@@ -61,7 +61,9 @@ PROBE = {"function": "async () => 'no probe set'"}
 
 
 def webrtc_page(_request: Any) -> HTMLResponse:
-    return HTMLResponse(f"<html><body><p>Calling out.</p><script>({PROBE['function']})()</script></body></html>")
+    return HTMLResponse(
+        f"<html><body><p>Calling out.</p><script>({PROBE['function']})()</script></body></html>"
+    )
 
 
 def attachment(_request: Any) -> Response:
@@ -211,7 +213,9 @@ def test_webrtc_from_an_allowed_page_or_a_data_page_sends_nothing(
         PROBE["function"] = targets.function(wait_ms=2000)
         data_page = "data:text/html," + quote(f"<p>Made here.</p><script>({PROBE['function']})()</script>")
         for url in (site.url("/webrtc"), data_page):
-            fake.reply_with(lambda _body, url=url: step({"navigate": {"url": url, "new_tab": False}}, "call out"))
+            fake.reply_with(
+                lambda _body, url=url: step({"navigate": {"url": url, "new_tab": False}}, "call out")
+            )
         fake.reply_with(lambda _body: step({"wait": {"seconds": 3}}, "let the page's scripts run"))
         fake.reply_with(lambda _body: step({"done": {"text": "visited", "success": True}}, "finish"))
         gateway = start_gateway(tmp_path)
