@@ -4,11 +4,12 @@ run so that they see only that file.
 A decoder is told one path, but the file may name others: an HLS playlist or a concat list saved as
 `innocent.mp3` lists other sessions' media by absolute path, a legacy .doc links to a URL that
 LibreOffice fetches. So the program runs in bubblewrap, in its own mount namespace holding the
-system (/usr, a few files of /etc), a fresh /tmp, and only the paths the caller names, each bound
-at its own path (so its arguments need no rewriting): `reads` read-only, `writes` read-write. The
-network namespace is empty (no network at all, loopback included), and so are the PID, IPC and UTS
-ones; every capability is dropped. Each path is opened here without following a final symlink and
-bound by its file descriptor, so what the program sees is the file that was checked.
+system (/usr, a few files of /etc), a fresh /tmp of GAIA_SANDBOX_TMP_MB, and only the paths the
+caller names, each bound at its own path (so its arguments need no rewriting): `reads` read-only,
+`writes` read-write. The network namespace is empty (no network at all, loopback included), and so
+are the PID, IPC and UTS ones; every capability is dropped. Each path is opened here without
+following a final symlink and bound by its file descriptor, so what the program sees is the file
+that was checked.
 
 GAIA_SANDBOX=unsandboxed (the execution sandbox's setting) runs the programs directly, as it runs
 sandboxed code directly: an explicit, logged choice for hosts where bubblewrap cannot run.
@@ -132,7 +133,9 @@ def _bwrap_command(
     # As root the program stays uid 0 but with no capability (it can open only what root owns or
     # anyone may read, and change no mount); as anyone else a user namespace holds it.
     command += ([] if os.geteuid() == 0 else ["--unshare-user"]) + ["--cap-drop", "ALL"]
-    command += [*system_mounts(), "--perms", "1777", "--tmpfs", "/tmp"]
+    # /tmp is memory: bounded as the code sandbox's is (GAIA_SANDBOX_TMP_MB).
+    tmp_bytes = get_sandbox_settings().tmp_mb * 1024 * 1024
+    command += [*system_mounts(), "--size", str(tmp_bytes), "--perms", "1777", "--tmpfs", "/tmp"]
     for fd, path in reads:
         command += ["--ro-bind-fd", str(fd), str(path)]
     for fd, path in writes:
