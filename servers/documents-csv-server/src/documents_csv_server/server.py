@@ -25,6 +25,7 @@ from .sniff import detect
 
 server = KitServer(
     "documents-csv-server",
+    bounded_calls=True,  # each call in a worker under GAIA_CALL_MEMORY_MB (gaia_kit.core.bounded)
     instructions=(
         "Reads CSV/TSV files of any size: row count, columns and types, a preview and statistics, "
         "computed by streaming. Long reports come in pages: follow the start_index hint."

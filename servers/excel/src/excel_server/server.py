@@ -24,6 +24,7 @@ from .compute import compute, describe, evaluator, formula_text
 
 server = KitServer(
     "excel",
+    bounded_calls=True,  # each call in a worker under GAIA_CALL_MEMORY_MB (gaia_kit.core.bounded)
     instructions=(
         "Excel workbooks (.xlsx, .xlsm; .xls and .csv are read through a conversion): read cells with "
         "computed values, page by page; write data and formulas; format, chart, pivot and restructure sheets. "
