@@ -76,7 +76,7 @@ async def in_worker(work: Callable[..., T], opened: Opened, *args: object) -> T:
     """work(opened, *args) in a forked worker under the per-call memory limit (gaia_kit.core.bounded):
     decoding takes memory the server would never give back. The image's file closes here after."""
     try:
-        return await run_blocking(run_bounded, work, opened, *args)
+        return await run_bounded(work, opened, *args)
     finally:
         opened.image.close()
 

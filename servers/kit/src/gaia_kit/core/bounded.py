@@ -8,33 +8,41 @@ there and sends its result (or its exception) back through a pipe. A child that 
 gets a MemoryError (or dies) and the caller gets one clear sentence; the server itself never grows
 by more than the result.
 
-Why fork and not spawn: the child starts in milliseconds with every module and setting already
-loaded. Only the forking thread exists in the child, so a lock another thread held at that moment
-stays held there; the child touches only what `fn` needs, and the call's deadline or cancellation
-kills it if it ever waits on such a lock.
+Why fork, and why from the event loop's thread: the child starts in milliseconds with every module
+and setting already loaded, and only the forking thread lives on in it, so a lock that another thread
+held at that moment stays held there forever. Forking from the loop's thread, which runs no tool
+code of its own, while the tools of a bounded server run in no other thread, leaves no such lock
+for the child to need; `fork_gate` lets other background work (an import warming a cache) keep
+forks out while it runs. A cancelled call (the client's, or the gateway's deadline) kills its child.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
+import logging
 import os
 import pickle
 import resource
-import select
 import signal
 import struct
-import time
+import threading
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
+
+import anyio.to_thread
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
 
 from gaia_kit.core import calls
 from gaia_kit.core.errors import ToolFailure
 
 P = ParamSpec("P")
 T = TypeVar("T")
+logger = logging.getLogger("gaia_kit.core.bounded")
 
 DEFAULT_MEMORY_MB = 512
-POLL_S = 0.1
 _HEADER = struct.Struct("!Q")
 _OK, _RAISED, _OUT_OF_MEMORY = 0, 1, 2
 _OUT_OF_MEMORY_EXIT = 86
@@ -56,32 +64,35 @@ def call_memory_mb() -> int:
     return value
 
 
-def run_bounded(fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
-    """fn(*args, **kwargs) in a forked child with GAIA_CALL_MEMORY_MB of new memory at most.
+fork_gate = threading.Lock()
+"""Held by background threads whose locks a child must not inherit (an import in progress)."""
 
-    Returns what fn returns and raises what it raises (both must pickle; an exception that does not
-    comes back as a RuntimeError naming it). Raises CallOutOfMemory past the limit, and stops the
-    child at once when the tool call is cancelled."""
+
+async def run_bounded(fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    """fn(*args, **kwargs) in a child forked from this thread, with GAIA_CALL_MEMORY_MB of new memory.
+
+    Call it from the event loop. Returns what fn returns and raises what it raises (both must pickle;
+    an exception that does not comes back as a RuntimeError naming it). Raises CallOutOfMemory past
+    the limit; a cancelled call kills the child. GAIA_CALL_MEMORY_MB=0 runs fn in a worker thread."""
     budget_mb = call_memory_mb()
     if budget_mb == 0:
-        return fn(*args, **kwargs)
-    call = calls.current_call()
+        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), abandon_on_cancel=True)
     read_end, write_end = os.pipe()
-    pid = os.fork()
+    with fork_gate:
+        pid = os.fork()
     if pid == 0:  # the child never returns from here
         os.close(read_end)
         _child(write_end, budget_mb, lambda: fn(*args, **kwargs))
     os.close(write_end)
     try:
-        payload, status = _collect(read_end, pid, call)
+        payload = await _read_all(read_end)
+        status = await _exit_status(pid)
     except BaseException:
         _kill(pid)
         raise
-    finally:
-        os.close(read_end)
-    if payload is None:
+    if len(payload) < _HEADER.size or len(payload) != _HEADER.size + _HEADER.unpack_from(payload)[0]:
         raise _died(status, budget_mb)
-    kind, value = pickle.loads(payload)
+    kind, value = pickle.loads(payload[_HEADER.size :])
     if kind == _OK:
         return value
     if kind == _OUT_OF_MEMORY:
@@ -104,6 +115,8 @@ def _child(write_end: int, budget_mb: int, work: Callable[[], object]) -> None:
         except MemoryError:
             message = (_OUT_OF_MEMORY, None)
         except BaseException as exc:  # noqa: BLE001 - every failure goes back to the caller
+            if not isinstance(exc, (ToolError, MCPError, calls.CallCancelled)):
+                logger.error("a bounded call raised an unexpected exception", exc_info=exc)
             message = (_RAISED, exc)
         finally:
             calls._quiet.reset(token)
@@ -135,30 +148,26 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _collect(fd: int, pid: int, call: calls.Call) -> tuple[bytes | None, int]:
-    """(the child's message, its exit status); the message is None when it died without one.
+async def _read_all(fd: int) -> bytes:
+    """Everything the child writes, up to its end of file (every fork happens on this thread, and
+    the parent closes its write end at once, so no other child keeps the pipe open)."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=2**31)
+    transport, _ = await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", buffering=0)
+    )
+    try:
+        return await reader.read()
+    finally:
+        transport.close()
 
-    A length prefix, not end-of-file, ends the message: a child that another thread forked meanwhile
-    may hold this pipe's write end open."""
-    buffer = bytearray()
-    status: int | None = None
+
+async def _exit_status(pid: int) -> int:
     while True:
-        call.check()
-        ready, _, _ = select.select([fd], [], [], POLL_S)
-        chunk = os.read(fd, 1 << 20) if ready else b""
-        buffer += chunk
-        if len(buffer) >= _HEADER.size and len(buffer) >= _HEADER.size + _HEADER.unpack_from(buffer)[0]:
-            _, status = os.waitpid(pid, 0)  # it exits right after writing
-            return bytes(buffer[_HEADER.size :]), status
-        if chunk:
-            continue
-        if status is not None:  # it died, and the pipe holds nothing more from it
-            return None, status
-        done, exited = os.waitpid(pid, os.WNOHANG)
+        done, status = os.waitpid(pid, os.WNOHANG)
         if done:
-            status = exited  # one more pass reads what it wrote just before exiting
-        elif ready:
-            time.sleep(POLL_S)  # end of file while it still runs: it closed the pipe, wait for its exit
+            return status
+        await asyncio.sleep(0.005)  # it exits right after closing the pipe
 
 
 def _kill(pid: int) -> None:

@@ -5,9 +5,10 @@ progress, reachable from the worker thread that does the work. A plain `def` too
 thread that a cancelled call stops waiting for at once; the call's `cancelled` event then tells the
 thread (and any subprocess it runs through gaia_kit.execution.process) to stop.
 
-A server made with `bounded_calls=True` (the document, spreadsheet and image servers) runs each plain
-`def` tool in a forked child under the per-call memory limit (`gaia_kit.core.bounded`): a file that
-inflates to gigabytes gets a clear answer, and the memory a call took goes back when it ends.
+A server made with `bounded_calls=True` (the document and spreadsheet servers) runs each plain `def`
+tool in a child forked from the event loop under the per-call memory limit (`gaia_kit.core.bounded`):
+a file that inflates to gigabytes gets a clear answer, and the memory a call took goes back when it
+ends.
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ def _session_id(context: Any) -> str | None:
 def _explained(fn: Callable[..., Any], tool: str, *, bounded: bool = False) -> Callable[..., Any]:
     """Wrap a tool so unexpected exceptions become a sentence, and a sync tool runs in a worker thread
     that a cancelled call abandons (the thread learns of it from the call and stops); with `bounded`,
-    that thread runs the tool in a forked child under the per-call memory limit."""
+    it runs in a child forked from the event loop's thread under the per-call memory limit."""
     if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
@@ -143,9 +144,22 @@ def _explained(fn: Callable[..., Any], tool: str, *, bounded: bool = False) -> C
 
         return async_tool
 
+    if bounded:
+
+        @functools.wraps(fn)
+        async def bounded_tool(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await run_bounded(fn, *args, **kwargs)
+            except (ToolError, MCPError, calls.CallCancelled):
+                raise
+            except Exception as exc:
+                raise ToolError(describe_exception(tool, exc)) from None
+
+        return bounded_tool
+
     def sync_tool(*args: Any, **kwargs: Any) -> Any:
         try:
-            return run_bounded(fn, *args, **kwargs) if bounded else fn(*args, **kwargs)
+            return fn(*args, **kwargs)
         except (ToolError, MCPError, calls.CallCancelled):
             raise
         except Exception as exc:
