@@ -109,7 +109,7 @@ def _refused(raw: str, why: str) -> ToolFailure:
 
 
 def _mb(size: int) -> str:
-    return f"{size / MB:,.1f} MB"
+    return f"{size / MB:,.1f} MB" if size >= MB else f"{size / 1024:,.0f} KB"
 
 
 # --- images -----------------------------------------------------------------------------------
