@@ -9,13 +9,9 @@ import time
 import pytest
 from gaia_kit import ToolFailure
 from gaia_kit.core.bounded import CallOutOfMemory, run_bounded
+from gaia_kit_testing.bombs import resident_mb
 
 pytestmark = pytest.mark.anyio
-
-
-def resident_mb() -> float:
-    with open("/proc/self/statm") as handle:
-        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def grab(mb: int) -> int:

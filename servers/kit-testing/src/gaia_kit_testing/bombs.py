@@ -81,3 +81,15 @@ def long_line_csv(path: Path, line_bytes: int) -> Path:
             written += len(piece)
         handle.write(b",2\n")
     return path
+
+
+def resident_mb(pid: int | str = "self") -> float:
+    """A process's resident memory now, in MB."""
+    with open(f"/proc/{pid}/statm") as handle:
+        return int(handle.read().split()[1]) * 4096 / 2**20
+
+
+WORD_BODY_HEAD = (
+    b'<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>'
+)
+WORD_BODY_TAIL = b"</w:body></w:document>"
