@@ -24,6 +24,7 @@ import functools
 import logging
 import os
 import pickle
+import re
 import resource
 import signal
 import struct
@@ -107,7 +108,8 @@ def _child(write_end: int, budget_mb: int, work: Callable[[], object]) -> None:
         os.dup2(2, 1)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        limit = _address_space() + budget_mb * 2**20
+        start = _address_space()
+        limit = start + budget_mb * 2**20
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         token = calls._quiet.set(True)  # progress would go to the parent's event loop: not from here
         try:
@@ -115,9 +117,13 @@ def _child(write_end: int, budget_mb: int, work: Callable[[], object]) -> None:
         except MemoryError:
             message = (_OUT_OF_MEMORY, None)
         except BaseException as exc:  # noqa: BLE001 - every failure goes back to the caller
-            if not isinstance(exc, (ToolError, MCPError, calls.CallCancelled)):
+            if _starved(exc, _peak_address_space() - start, budget_mb * 2**20):
+                message = (_OUT_OF_MEMORY, None)
+            elif not isinstance(exc, (ToolError, MCPError, calls.CallCancelled)):
                 logger.error("a bounded call raised an unexpected exception", exc_info=exc)
-            message = (_RAISED, exc)
+                message = (_RAISED, exc)
+            else:
+                message = (_RAISED, exc)
         finally:
             calls._quiet.reset(token)
         try:
@@ -134,6 +140,24 @@ def _child(write_end: int, budget_mb: int, work: Callable[[], object]) -> None:
         code = 1
     finally:
         os._exit(code)
+
+
+_ALLOCATION = re.compile(r"alloc|out of memory|memory", re.IGNORECASE)
+
+
+def _starved(exc: BaseException, grown: int, budget: int) -> bool:
+    """Whether a failure was the memory limit in disguise: C libraries (lxml, zlib, Pillow) report a
+    refused allocation in their own words ("Unable to allocate output buffer"), and the reader above
+    them may call the file damaged. Blamed on memory when the child used most of its budget."""
+    return grown > 0.9 * budget or (grown > 0.5 * budget and bool(_ALLOCATION.search(str(exc))))
+
+
+def _peak_address_space() -> int:
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith("VmPeak:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 def _address_space() -> int:
