@@ -1,4 +1,4 @@
-"""gaia_kit.documents.limits: declared sizes refused before anything is inflated."""
+"""gaia_kit.core.limits: declared sizes refused before anything is inflated."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import docx
 import pytest
 from gaia_kit import ToolFailure
-from gaia_kit.documents.limits import LineTooLong, check_package, check_pixels, open_line_limited
+from gaia_kit.core.limits import LineTooLong, check_package, check_pixels, open_line_limited
 from gaia_kit_testing.bombs import forge_sizes, inflate_part, long_line_csv
 
 GB = 2**30

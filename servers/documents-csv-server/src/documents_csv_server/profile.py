@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from gaia_kit import ToolFailure
-from gaia_kit.documents.limits import open_line_limited
+from gaia_kit.core.limits import open_line_limited
 
 from .sniff import Layout
 

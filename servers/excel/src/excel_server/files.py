@@ -23,8 +23,8 @@ from pathlib import Path
 from xml.etree.ElementTree import ParseError
 
 from gaia_kit import PathGuard, ToolFailure
+from gaia_kit.core.limits import check_package, open_line_limited
 from gaia_kit.core.quota import place, scratch, staged
-from gaia_kit.documents.limits import check_package, open_line_limited
 from gaia_kit.documents.text import sniff_encoding
 from openpyxl import Workbook, load_workbook
 from openpyxl.utils.cell import range_boundaries

@@ -15,7 +15,7 @@ from typing import TypeVar
 import httpx
 from gaia_kit import PathGuard, ToolFailure, get_settings, run_blocking
 from gaia_kit.core.bounded import run_bounded
-from gaia_kit.documents.limits import check_pixels, image_bomb, max_image_pixels
+from gaia_kit.core.limits import check_pixels, image_bomb, max_image_pixels
 from gaia_kit.web.http import shared_http
 from PIL import Image, ImageOps, UnidentifiedImageError
 

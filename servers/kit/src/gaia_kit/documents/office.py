@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.limits import check_package
 from gaia_kit.core.paths import PathGuard, atomic_write
 from gaia_kit.core.quota import QuotaExceeded
 from gaia_kit.documents.convert import convert_with_libreoffice
-from gaia_kit.documents.limits import check_package
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0"
 CONVERT_TIMEOUT_S = 120

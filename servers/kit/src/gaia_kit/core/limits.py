@@ -4,7 +4,8 @@ A few megabytes on disk can claim gigabytes once inflated: a zip part that defla
 an image header that promises 100,000 x 100,000 pixels, a text "line" of 250 MB. Every document,
 spreadsheet and image tool asks these checks first, so such a file is refused in milliseconds with
 a sentence that names the limit and its variable; what slips through a check (an XML tree that grows
-far beyond its text) meets the per-call memory limit of `gaia_kit.core.bounded`.
+far beyond its text) meets the per-call memory limit of `gaia_kit.core.bounded`. Standard library
+only: the image servers use it without the documents extra.
 
 Python's zipfile never inflates a part beyond the size its central directory declares (it stops
 there and fails the CRC), so checking the declared sizes bounds what any Python reader inflates.
