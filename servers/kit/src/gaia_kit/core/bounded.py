@@ -97,7 +97,7 @@ async def run_bounded(fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) 
     if kind == _OK:
         return value
     if kind == _OUT_OF_MEMORY:
-        raise _out_of_memory(budget_mb)
+        raise out_of_memory(budget_mb)
     raise value
 
 
@@ -108,9 +108,7 @@ def _child(write_end: int, budget_mb: int, work: Callable[[], object]) -> None:
         os.dup2(2, 1)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        start = _address_space()
-        limit = start + budget_mb * 2**20
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        start = cap_memory(budget_mb)
         token = calls._quiet.set(True)  # progress would go to the parent's event loop: not from here
         try:
             message = (_OK, work())
@@ -160,6 +158,16 @@ def _peak_address_space() -> int:
     return 0
 
 
+def cap_memory(budget_mb: int) -> int:
+    """Let this process map at most `budget_mb` more than it has now (RLIMIT_AS); returns what it had.
+
+    For a worker process of its own (the PDF converter) as for the forked child here."""
+    start = _address_space()
+    limit = start + budget_mb * 2**20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    return start
+
+
 def _address_space() -> int:
     """The child's mapped address space now (what it shares with the parent counts here)."""
     with open("/proc/self/statm") as handle:
@@ -201,7 +209,8 @@ def _kill(pid: int) -> None:
         os.waitpid(pid, 0)
 
 
-def _out_of_memory(budget_mb: int) -> CallOutOfMemory:
+def out_of_memory(budget_mb: int) -> CallOutOfMemory:
+    """The answer for a call stopped at its memory limit."""
     return CallOutOfMemory(
         f"The input needs more than the {budget_mb} MB of memory one call may use (GAIA_CALL_MEMORY_MB), "
         "so it was stopped; it may be a decompression bomb. Read a smaller part of it, or a smaller file."
@@ -210,7 +219,7 @@ def _out_of_memory(budget_mb: int) -> CallOutOfMemory:
 
 def _died(status: int, budget_mb: int) -> ToolFailure:
     if os.WIFEXITED(status) and os.WEXITSTATUS(status) == _OUT_OF_MEMORY_EXIT:
-        return _out_of_memory(budget_mb)
+        return out_of_memory(budget_mb)
     if os.WIFSIGNALED(status):
         name = signal.Signals(os.WTERMSIG(status)).name
         return CallOutOfMemory(
