@@ -78,9 +78,13 @@ async def run_bounded(fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) 
     budget_mb = call_memory_mb()
     if budget_mb == 0:
         return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), abandon_on_cancel=True)
-    read_end, write_end = os.pipe()
-    with fork_gate:
+    while not fork_gate.acquire(blocking=False):  # waiting here must not stop the event loop
+        await asyncio.sleep(0.05)
+    try:
+        read_end, write_end = os.pipe()
         pid = os.fork()
+    finally:
+        fork_gate.release()
     if pid == 0:  # the child never returns from here
         os.close(read_end)
         _child(write_end, budget_mb, lambda: fn(*args, **kwargs))
