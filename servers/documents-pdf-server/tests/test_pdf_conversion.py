@@ -168,3 +168,16 @@ async def test_conversions_run_side_by_side(call, env):
         for _ in range(3):
             group.start_soon(convert)
     assert len(results) == 3 and all("|Asia|80|" in r for r in results)
+
+
+async def test_a_conversion_past_the_call_memory_limit_is_stopped(call, env, monkeypatch):
+    """The converter runs with GAIA_CALL_MEMORY_MB of new memory: rendering a scan at 300 DPI for OCR
+    needs more than 8 MB, so it stops with the memory sentence, and the next call is served."""
+    doc = pymupdf.open()
+    scanned_page(doc, "INVOICE NUMBER 4217")
+    doc.save(env.workspace / "scan.pdf")
+    monkeypatch.setenv("GAIA_CALL_MEMORY_MB", "8")
+    refused = failed(await call("convert_document_to_markdown", file_path="scan.pdf"))
+    assert "more than the 8 MB of memory one call may use (GAIA_CALL_MEMORY_MB)" in refused
+    monkeypatch.setenv("GAIA_CALL_MEMORY_MB", "512")
+    assert "4217" in ok(await call("convert_document_to_markdown", file_path="scan.pdf"))

@@ -90,6 +90,35 @@ async def test_memory_cpu_and_wall_limits(ws):
     assert sleep.timed_out and "wall-time limit of 1 s" in sleep.describe()
 
 
+HOG = "import time; b = bytearray(150 * 2**20); b[::4096] = b'x' * len(b[::4096]); time.sleep(30)"
+
+
+async def test_the_whole_sandbox_has_one_memory_limit(ws):
+    """Three processes of 150 MB, each under its own 1 GB limit, pass 256 MB together: all are killed."""
+    three = f'for i in 1 2 3; do python3 -c "{HOG}" & done; wait; echo survived'
+    result = await sh(ws, three, Limits(wall_s=60, memory_mb=1024, total_memory_mb=256))
+    assert result.memory_stop and "survived" not in result.stdout, result.describe()
+    assert "over the 256 MB limit for the whole sandbox (GAIA_SANDBOX_TOTAL_MEMORY_MB)" in result.describe()
+    assert not result.timed_out and result.exit_code is None
+    one = await sh(
+        ws, f'python3 -c "{HOG.replace("30", "0")}" && echo fine', Limits(wall_s=60, total_memory_mb=256)
+    )
+    assert one.stdout == "fine\n" and one.memory_stop is None, one.describe()
+
+
+async def test_tmp_and_var_tmp_are_bounded_and_count_as_memory(ws, monkeypatch):
+    monkeypatch.setenv("GAIA_SANDBOX_TMP_MB", "32")
+    get_sandbox_settings.cache_clear()
+    full = await sh(ws, "head -c 64M /dev/zero > /var/tmp/big; echo $?; du -m /var/tmp/big | cut -f1")
+    assert "No space left on device" in full.stderr and full.stdout.split() == ["1", "32"], full.describe()
+    monkeypatch.setenv("GAIA_SANDBOX_TMP_MB", "512")
+    get_sandbox_settings.cache_clear()
+    held = await sh(
+        ws, "head -c 100M /dev/zero > /var/tmp/big; sleep 30", Limits(wall_s=60, total_memory_mb=64)
+    )
+    assert held.memory_stop and "/tmp, /var/tmp and /dev/shm files" in held.describe(), held.describe()
+
+
 async def test_huge_output_keeps_head_and_tail(ws):
     result = await sh(
         ws,

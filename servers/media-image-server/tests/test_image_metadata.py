@@ -5,6 +5,7 @@ import zlib
 
 import pytest
 from gaia_kit_testing import failed, ok
+from gaia_kit_testing.bombs import png_claiming, resident_mb
 from PIL import ExifTags, Image
 
 pytestmark = pytest.mark.anyio
@@ -97,3 +98,15 @@ async def test_files_over_the_size_limit_truncated_or_empty_fail_clearly(call, k
     assert "damaged or truncated" in failed(await call("extract_text_ocr", file_path="cut.jpg"))
     (kit_env.workspace / "empty.png").write_bytes(b"")
     assert "is empty" in failed(await call("get_image_metadata", file_path="empty.png"))
+
+
+async def test_a_decode_past_the_call_memory_limit_is_stopped(call, kit_env, monkeypatch):
+    """Under the pixel limit (64 million pixels) but over the call's memory: one sentence, served on."""
+    png_claiming(kit_env.workspace / "wide.png", 8000, 8000)
+    monkeypatch.setenv("GAIA_CALL_MEMORY_MB", "32")
+    before = resident_mb()
+    message = failed(await call("extract_text_ocr", file_path="wide.png"))
+    assert "more than the 32 MB of memory one call may use (GAIA_CALL_MEMORY_MB)" in message
+    assert resident_mb() - before < 32
+    photo_with_exif(kit_env.workspace / "after.jpg")
+    assert "Format: JPEG" in ok(await call("get_image_metadata", file_path="after.jpg"))

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from gaia_kit import ToolFailure
+from gaia_kit.core.limits import open_line_limited
 
 from .sniff import Layout
 
@@ -137,8 +138,9 @@ def _profile(
     path: Path, layout: Layout, max_rows: int | None, header: bool, statistics: bool, lenient: bool
 ) -> Profile:
     chunk_rows = int(min(200_000, max(1_000, CHUNK_TARGET_BYTES / max(layout.sample_line_bytes, 1.0))))
+    source = open_line_limited(path, path.name)  # pandas holds a whole line at once: bound its length
     reader = pd.read_csv(
-        path,
+        source,
         sep=layout.delimiter,
         encoding=layout.encoding,
         encoding_errors="replace" if lenient else "strict",
@@ -159,7 +161,7 @@ def _profile(
     sample_keys = np.empty(0)
     sample_size = 0
     rows = 0
-    with reader:
+    with source, reader:
         for chunk in reader:
             if not columns:
                 if not header:

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 from gaia_kit import KitServer, PathGuard, ToolFailure, page, serve, session_of
 from gaia_kit.core.args import MaxLength, OutputFormat
+from gaia_kit.core.bounded import run_bounded
 from gaia_kit.core.hints import hints
 from gaia_kit.core.results import with_data
 from mcp.server.mcpserver import Context
@@ -47,7 +48,7 @@ _cache_lock = threading.Lock()
     ),
     output=dict[str, Any],
 )
-def extract_csv_content(
+async def extract_csv_content(
     file_path: Annotated[str, Field(description="Path to the CSV document file to extract content from")],
     ctx: Context,
     output_format: OutputFormat = "markdown",
@@ -91,7 +92,8 @@ def extract_csv_content(
     # Charts are files that may be gone by the next call, so reports that list them are not cached.
     answer = None if generate_visualizations else _cached(request)
     if answer is None:
-        answer = _report(guard, path, file_path, request)
+        # in a worker under GAIA_CALL_MEMORY_MB: the cache above lives in this process, the parse not
+        answer = await run_bounded(_report, guard, path, file_path, request)
         if not generate_visualizations:
             _remember(request, answer)
     text, data = answer

@@ -19,6 +19,7 @@ from .reading import extract, open_document
 
 server = KitServer(
     "documents-docx-server",
+    bounded_calls=True,  # each call in a worker under GAIA_CALL_MEMORY_MB (gaia_kit.core.bounded)
     instructions=(
         "Extracts Word documents (DOCX, and DOC through LibreOffice): headings, paragraphs, lists, "
         "tables, headers/footers, footnotes, comments and images. Long results come in pages: follow "

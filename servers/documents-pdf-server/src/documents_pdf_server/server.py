@@ -14,6 +14,7 @@ from typing import Annotated
 
 from gaia_kit import KitServer, ToolFailure, get_settings, serve, session_of
 from gaia_kit.core.args import MaxLength
+from gaia_kit.core.bounded import call_memory_mb, out_of_memory
 from gaia_kit.core.calls import current_call
 from gaia_kit.core.hints import hints
 from gaia_kit.execution.confine import python_roots, run_confined
@@ -150,6 +151,8 @@ def _run_worker(request: dict, raw: str) -> dict:
         last = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [
             f"exit status {done.returncode}"
         ]
+        if "MemoryError" in last[0] or "alloc" in last[0].lower():  # MuPDF: "malloc (N bytes) failed"
+            raise out_of_memory(call_memory_mb())
         raise ToolFailure(f"Converting {raw} failed ({last[0][:300]}); the file may be damaged.")
     answer = json.loads(done.stdout)
     if "refused" in answer:

@@ -1,7 +1,7 @@
 """The conversion itself, run in a child process (`python -m documents_pdf_server.worker`).
 
 Layout analysis and OCR are CPU-heavy and a damaged PDF can make a parser spin, so they run here,
-in a process the server kills at its deadline. The request arrives as JSON on stdin; the answer is
+in a process the server kills at its deadline, with GAIA_CALL_MEMORY_MB of new memory at most. The request arrives as JSON on stdin; the answer is
 one JSON object on the real stdout. pymupdf4llm prints, so Python-level stdout goes to stderr.
 
 Pages are converted one at a time and the loop stops as soon as the requested window of text is
@@ -23,6 +23,7 @@ sys.modules.setdefault("pymupdf.layout", None)
 import pymupdf  # noqa: E402
 import pymupdf4llm  # noqa: E402
 from gaia_kit import stdout_to_stderr  # noqa: E402
+from gaia_kit.core.bounded import call_memory_mb, cap_memory  # noqa: E402
 from pymupdf4llm.helpers.pymupdf_rag import IdentifyHeaders  # noqa: E402
 
 HEADER_SAMPLE_PAGES = 24
@@ -109,6 +110,9 @@ def _ocr(page: pymupdf.Page, timeout: float) -> str:
 
 
 def main() -> None:
+    memory_mb = call_memory_mb()
+    if memory_mb:
+        cap_memory(memory_mb)  # a page that decodes to gigabytes fails here, not on the machine
     request = json.load(sys.stdin)
     with stdout_to_stderr():  # anything the libraries print stays off the answer channel
         try:

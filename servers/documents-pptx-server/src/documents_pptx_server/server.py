@@ -19,6 +19,7 @@ from .reading import extract, open_presentation
 
 server = KitServer(
     "documents-pptx-server",
+    bounded_calls=True,  # each call in a worker under GAIA_CALL_MEMORY_MB (gaia_kit.core.bounded)
     instructions=(
         "Extracts PowerPoint presentations (PPTX, and PPT through LibreOffice) slide by slide: titles, "
         "text in reading order, tables, charts, speaker notes and images. Long results come in pages: "

@@ -16,6 +16,7 @@ from .reading import extract
 
 server = KitServer(
     "documents-txt-server",
+    bounded_calls=True,  # each call in a worker under GAIA_CALL_MEMORY_MB (gaia_kit.core.bounded)
     instructions=(
         "Extracts text files (TXT, MD, JSON, XML, source code, ...) with encoding detection and "
         "statistics. Long files come in pages: follow the start_index hint at the end of a result."

@@ -12,6 +12,7 @@ import contextlib
 import csv
 import fcntl
 import hashlib
+import io
 import math
 import os
 import re
@@ -22,6 +23,7 @@ from pathlib import Path
 from xml.etree.ElementTree import ParseError
 
 from gaia_kit import PathGuard, ToolFailure
+from gaia_kit.core.limits import check_package, open_line_limited
 from gaia_kit.core.quota import place, scratch, staged
 from gaia_kit.documents.text import sniff_encoding
 from openpyxl import Workbook, load_workbook
@@ -60,6 +62,11 @@ def _size_from_head(sheet: ReadOnlyWorksheet) -> None:
 
 
 ReadOnlyWorksheet._get_size = _size_from_head
+
+
+def max_cells() -> int:
+    """GAIA_EXCEL_MAX_CELLS: the largest used range (rows x columns) of a sheet loaded whole."""
+    return int(float(os.environ.get("GAIA_EXCEL_MAX_CELLS", "20000000")))
 
 
 def max_edit_bytes() -> int:
@@ -120,10 +127,30 @@ def open_full(path: Path, raw: str, *, data_only: bool = False):
             f"{raw} is {size / 1e6:.0f} MB, too large to load whole (limit {max_edit_bytes() / 1e6:.0f} MB, "
             "set GAIA_EXCEL_MAX_EDIT_MB); read it with read_data_from_excel, which streams."
         )
-    return _load(path, raw, read_only=False, data_only=data_only)
+    book = _load(path, raw, read_only=False, data_only=data_only)
+    _check_used_ranges(book, raw)
+    return book
+
+
+def _check_used_ranges(book: Workbook, raw: str) -> None:
+    """Edits and formulas walk a sheet's used range: one cell at XFD1048576 makes it 17 billion cells."""
+    for sheet in book.worksheets:
+        area = sheet.max_row * sheet.max_column
+        if area > max_cells():
+            raise ToolFailure(
+                f"{raw} was not loaded: sheet '{sheet.title}' spans {sheet.dimensions} ({area:,} cells), over the "
+                f"{max_cells():,} cells a sheet loaded whole may span (GAIA_EXCEL_MAX_CELLS); read it with "
+                "read_data_from_excel, which streams, or move its far-away cells closer."
+            )
+
+
+def _streamed_part(name: str) -> bool:
+    """Worksheets are streamed in read_only mode; every other part is loaded whole."""
+    return name.startswith("xl/worksheets/") and name.endswith(".xml")
 
 
 def _load(path: Path, raw: str, *, read_only: bool, data_only: bool):
+    check_package(path, raw, streamed=_streamed_part if read_only else lambda name: False)
     try:
         return load_workbook(
             path, read_only=read_only, data_only=data_only, keep_vba=path.suffix.lower() in (".xlsm", ".xltm")
@@ -243,7 +270,8 @@ def _csv_to_xlsx(source: Path, target: Path, raw: str) -> None:
         delimiter = "\t" if source.suffix.lower() == ".tsv" else ","
     book = Workbook(write_only=True)
     sheet = book.create_sheet(title=_sheet_title(source.stem))
-    with open(source, encoding=encoding, errors="replace", newline="") as handle:
+    lines = open_line_limited(source, raw)
+    with io.TextIOWrapper(lines, encoding=encoding, errors="replace", newline="") as handle:
         for row in csv.reader(handle, delimiter=delimiter):
             sheet.append([_typed(value) for value in row])
     save_atomically(book, target)

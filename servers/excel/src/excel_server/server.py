@@ -13,6 +13,7 @@ import threading
 from typing import Annotated, Any, Literal
 
 from gaia_kit import KitServer, ToolFailure, serve, session_of
+from gaia_kit.core.bounded import fork_gate
 from gaia_kit.core.hints import hints
 from gaia_kit.core.results import with_data
 from mcp.server.mcpserver import Context
@@ -24,6 +25,7 @@ from .compute import compute, describe, evaluator, formula_text
 
 server = KitServer(
     "excel",
+    bounded_calls=True,  # each call in a worker under GAIA_CALL_MEMORY_MB (gaia_kit.core.bounded)
     instructions=(
         "Excel workbooks (.xlsx, .xlsm; .xls and .csv are read through a conversion): read cells with "
         "computed values, page by page; write data and formulas; format, chart, pivot and restructure sheets. "
@@ -654,11 +656,17 @@ def _rows_or_columns(
     )
 
 
+def _warm() -> None:
+    # A call forked while this thread imports would find the import's locks held forever.
+    with fork_gate:
+        engine.warm()
+
+
 def main() -> None:
     # The formula engine takes a second or more to import (numpy, scipy): do it while idle, so the
     # first formula without a cached value does not wait for it; later than start-up, when a
     # gateway is starting every server at once.
-    warm = threading.Timer(WARM_AFTER_S, engine.warm)
+    warm = threading.Timer(WARM_AFTER_S, _warm)
     warm.daemon = True
     warm.start()
     serve(server)

@@ -7,19 +7,23 @@ and the error text are the same everywhere, for local files and URLs alike.
 from __future__ import annotations
 
 import io
-import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TypeVar
 
 import httpx
 from gaia_kit import PathGuard, ToolFailure, get_settings, run_blocking
+from gaia_kit.core.bounded import run_bounded
+from gaia_kit.core.limits import check_pixels, image_bomb, max_image_pixels
 from gaia_kit.web.http import shared_http
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-# Pillow refuses images above twice this many pixels on its own; we refuse anything above it, so a
-# small file that decodes to gigabytes (an image bomb) never gets decoded.
-MAX_PIXELS = int(os.environ.get("IMAGE_MAX_PIXELS", str(90_000_000)))
-Image.MAX_IMAGE_PIXELS = MAX_PIXELS
+# Pillow refuses images above twice this many pixels on its own; we refuse anything above it (the kit's
+# check_pixels), so a small file that decodes to gigabytes (an image bomb) never gets decoded.
+Image.MAX_IMAGE_PIXELS = max_image_pixels()
+
+T = TypeVar("T")
 
 # Extensions agents see, and the format Pillow names for them, to spot a mislabelled file.
 EXTENSION_FORMATS = {
@@ -68,6 +72,15 @@ async def load(guard: PathGuard, source: str) -> Opened:
     return await run_blocking(open_bytes, response.content, name, url)
 
 
+async def in_worker(work: Callable[..., T], opened: Opened, *args: object) -> T:
+    """work(opened, *args) in a forked worker under the per-call memory limit (gaia_kit.core.bounded):
+    decoding takes memory the server would never give back. The image's file closes here after."""
+    try:
+        return await run_bounded(work, opened, *args)
+    finally:
+        opened.image.close()
+
+
 def open_image(guard: PathGuard, source: str) -> Opened:
     """Open a local image lazily (header only), after every check that can refuse it cheaply."""
     path = guard.existing_file(source.strip().removeprefix("file://"))
@@ -98,7 +111,7 @@ def _opened(source: Path | io.BytesIO, name: str, shown: str, size: int) -> Open
     try:
         image = Image.open(source)
     except Image.DecompressionBombError:
-        raise _bomb(shown, None) from None
+        raise image_bomb(shown, None) from None
     except UnidentifiedImageError:
         if isinstance(source, Path):
             with open(source, "rb") as handle:
@@ -106,10 +119,11 @@ def _opened(source: Path | io.BytesIO, name: str, shown: str, size: int) -> Open
         else:
             head = source.getvalue()[:64]
         raise ToolFailure(f"{shown} is not an image Pillow can read: {_what_it_is(head)}.") from None
-    width, height = image.size
-    if width * height > MAX_PIXELS:
+    try:
+        check_pixels(shown, image.size)
+    except ToolFailure:
         image.close()
-        raise _bomb(shown, (width, height))
+        raise
     return Opened(image=image, name=name, shown=shown, size_bytes=size)
 
 
@@ -140,16 +154,8 @@ def decoded(opened: Opened) -> Image.Image:
         opened.image.load()
         return ImageOps.exif_transpose(opened.image)
     except Image.DecompressionBombError:
-        raise _bomb(opened.shown, opened.image.size) from None
+        raise image_bomb(opened.shown, opened.image.size) from None
     except (OSError, SyntaxError, ValueError) as exc:
         raise ToolFailure(
             f"{opened.shown} could not be decoded ({exc}); the file is damaged or truncated."
         ) from None
-
-
-def _bomb(shown: str, size: tuple[int, int] | None) -> ToolFailure:
-    pixels = f" ({size[0]} x {size[1]} pixels)" if size else ""
-    return ToolFailure(
-        f"{shown} is too large to decode{pixels}: over the {MAX_PIXELS:,} pixel limit (IMAGE_MAX_PIXELS) "
-        "that guards against decompression bombs; pass a downscaled copy."
-    )

@@ -16,7 +16,7 @@ from mcp_types import CallToolResult
 from pydantic import Field
 
 from . import metadata, ocr, vision
-from .images import Opened, decoded, load
+from .images import Opened, decoded, in_worker, load
 
 server = KitServer(
     "media-image-server",
@@ -49,7 +49,7 @@ async def extract_text_ocr(
     """
     language = await run_blocking(ocr.check_language, language)
     opened = await load(session_of(ctx).paths, file_path)
-    return await run_blocking(_ocr_report, opened, language, preprocess, word_boxes, start_index, max_length)
+    return await in_worker(_ocr_report, opened, language, preprocess, word_boxes, start_index, max_length)
 
 
 def _ocr_report(
@@ -109,7 +109,7 @@ async def get_image_metadata(
     EXIF timestamps and GPS position are given in readable form, and animated images list their frames.
     """
     opened = await load(session_of(ctx).paths, file_path)
-    text, facts = await run_blocking(metadata.described, opened)
+    text, facts = await in_worker(metadata.described, opened)
     return with_data(text, facts)
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 
-from gaia_kit import PathGuard, ToolFailure, run_blocking
+from gaia_kit import PathGuard, ToolFailure
 from gaia_kit.media.images import data_url, image_part
 from gaia_kit.models.llm import chat
 
-from .images import Opened, decoded, load
+from .images import Opened, decoded, in_worker, load
 
 PREFIX = "IMAGE"
 MAX_SIDE = int(os.environ.get("IMAGE_MAX_SIDE", "2048"))
@@ -42,7 +42,7 @@ async def ask(guard: PathGuard, sources: list[str], question: str) -> str:
         raise ToolFailure(f"{len(sources)} images given; ask about at most {MAX_IMAGES} at a time.")
     parts: list[dict] = [{"type": "text", "text": question.strip()}]
     for source in sources:
-        url = await run_blocking(_encoded, await load(guard, source))
+        url = await in_worker(_encoded, await load(guard, source))
         parts.append(image_part(url))
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": parts}]
     return await chat(messages, prefix=PREFIX, max_tokens=MAX_ANSWER_TOKENS)

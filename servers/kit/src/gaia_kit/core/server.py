@@ -4,6 +4,11 @@ Each tools/call runs inside a `gaia_kit.core.calls.Call`: the tool's hints, its 
 progress, reachable from the worker thread that does the work. A plain `def` tool runs in a worker
 thread that a cancelled call stops waiting for at once; the call's `cancelled` event then tells the
 thread (and any subprocess it runs through gaia_kit.execution.process) to stop.
+
+A server made with `bounded_calls=True` (the document and spreadsheet servers) runs each plain `def`
+tool in a child forked from the event loop under the per-call memory limit (`gaia_kit.core.bounded`):
+a file that inflates to gigabytes gets a clear answer, and the memory a call took goes back when it
+ends.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import NotificationParams
 
 from gaia_kit.core import calls, logs
+from gaia_kit.core.bounded import run_bounded
 from gaia_kit.core.callbacks import SessionEndHandler, call_each
 from gaia_kit.core.contract import SESSION_ENDED, SESSION_ID_KEY
 from gaia_kit.core.errors import describe_exception
@@ -38,8 +44,9 @@ class SessionEndedParams(NotificationParams):
 
 
 class KitServer(MCPServer):
-    def __init__(self, *args: Any, **kwargs: Any):
+    def __init__(self, *args: Any, bounded_calls: bool = False, **kwargs: Any):
         super().__init__(*args, **kwargs)
+        self._bounded_calls = bounded_calls
         self._session_end_handlers: list[SessionEndHandler] = []
         self._lowlevel_server.add_notification_handler(SESSION_ENDED, SessionEndedParams, self._session_ended)
 
@@ -72,7 +79,7 @@ class KitServer(MCPServer):
         if kwargs.get("title") is None and annotations is not None and annotations.title:
             kwargs["title"] = annotations.title
         name = name or fn.__name__
-        super().add_tool(_explained(fn, name), name=name, **kwargs)
+        super().add_tool(_explained(fn, name, bounded=self._bounded_calls), name=name, **kwargs)
         tool = self._tool_manager.get_tool(name)
         assert tool is not None
         tool.parameters = strict_input_schema(tool.parameters)
@@ -120,9 +127,10 @@ def _session_id(context: Any) -> str | None:
     return (meta or {}).get(SESSION_ID_KEY)
 
 
-def _explained(fn: Callable[..., Any], tool: str) -> Callable[..., Any]:
+def _explained(fn: Callable[..., Any], tool: str, *, bounded: bool = False) -> Callable[..., Any]:
     """Wrap a tool so unexpected exceptions become a sentence, and a sync tool runs in a worker thread
-    that a cancelled call abandons (the thread learns of it from the call and stops)."""
+    that a cancelled call abandons (the thread learns of it from the call and stops); with `bounded`,
+    it runs in a child forked from the event loop's thread under the per-call memory limit."""
     if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
@@ -135,6 +143,19 @@ def _explained(fn: Callable[..., Any], tool: str) -> Callable[..., Any]:
                 raise ToolError(describe_exception(tool, exc)) from None
 
         return async_tool
+
+    if bounded:
+
+        @functools.wraps(fn)
+        async def bounded_tool(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await run_bounded(fn, *args, **kwargs)
+            except (ToolError, MCPError, calls.CallCancelled):
+                raise
+            except Exception as exc:
+                raise ToolError(describe_exception(tool, exc)) from None
+
+        return bounded_tool
 
     def sync_tool(*args: Any, **kwargs: Any) -> Any:
         try:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.limits import check_package
 from gaia_kit.core.paths import PathGuard, atomic_write
 from gaia_kit.core.quota import QuotaExceeded
 from gaia_kit.documents.convert import convert_with_libreoffice
@@ -58,6 +59,7 @@ def open_package(path: Path, raw: str, load: Callable[[str], T], *, kind: str, p
             f"{raw} is a ZIP archive but not a {kind} (it has no {part}); "
             "unpack it, or use the server for what it holds."
         )
+    check_package(path, raw)  # python-docx and python-pptx load every part whole
     try:
         return load(str(path))
     except Exception as exc:

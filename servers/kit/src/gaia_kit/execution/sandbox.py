@@ -2,8 +2,10 @@
 
 Inside: the session workspace read-write, the dataset read-only (at its real path and at the alias
 agents are told), /usr, a few files of /etc, the Python that runs this server (with its data
-libraries) read-only; a fresh /tmp; no network unless enabled; new PID, IPC, UTS and network
-namespaces. Sandboxed code never runs as root: as root we stay outside a user namespace and drop
+libraries) read-only; a fresh /tmp and /var/tmp (tmpfs of GAIA_SANDBOX_TMP_MB each); no network
+unless enabled; new PID, IPC, UTS and network namespaces. Memory is bounded per process (RLIMIT_AS,
+GAIA_SANDBOX_MEMORY_MB) and for the whole sandbox, its tmpfs files included (execution.memory,
+GAIA_SANDBOX_TOTAL_MEMORY_MB). Sandboxed code never runs as root: as root we stay outside a user namespace and drop
 to a per-workspace uid with setpriv, because RLIMIT_NPROC is not enforced for global root (a fork
 bomb would exhaust the host's pids); as another user bubblewrap makes a user namespace, where
 the process count is per namespace. Limits are set inside with prlimit, so bubblewrap itself is
@@ -34,6 +36,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from gaia_kit.core.errors import ToolFailure
 from gaia_kit.core.quota import CommandWatch, size_text
 from gaia_kit.core.settings import get_settings
+from gaia_kit.execution.memory import MemoryWatch
 
 logger = logging.getLogger("gaia_kit.execution.sandbox")
 
@@ -66,7 +69,9 @@ class SandboxSettings(BaseSettings):
     network: bool = False
     """Let sandboxed code reach the network (it shares the host's); off by default."""
     tmp_mb: int = 512
-    """Size of the fresh /tmp each execution gets."""
+    """Size of the fresh /tmp (and of the fresh /var/tmp) each execution gets."""
+    total_memory_mb: int | None = None
+    """All processes of one execution plus its /tmp and /var/tmp files; memory_mb when unset."""
 
 
 @lru_cache(maxsize=1)
@@ -82,11 +87,19 @@ class Limits:
     processes: int = 256
     file_size_mb: int = 256
     output_chars: int = 100_000
+    total_memory_mb: int | None = None
+    """The whole sandbox (every process and its tmpfs files); memory_mb (one process's) when None."""
 
     @classmethod
     def from_settings(cls) -> Limits:
         s = get_sandbox_settings()
-        return cls(s.wall_s, s.cpu_s, s.memory_mb, s.processes, s.file_size_mb, s.output_chars)
+        return cls(
+            s.wall_s, s.cpu_s, s.memory_mb, s.processes, s.file_size_mb, s.output_chars, s.total_memory_mb
+        )
+
+    @property
+    def sandbox_bytes(self) -> int:
+        return (self.total_memory_mb or self.memory_mb) * 1024 * 1024
 
 
 @dataclass
@@ -102,6 +115,8 @@ class SandboxResult:
     """Why the command was stopped for crossing the workspace quota, if it was."""
     quota_note: str | None = None
     """A line about the workspace quota for the agent (over it after the run, or files capped by it)."""
+    memory_stop: str | None = None
+    """Why the command was stopped for crossing the memory limit of the whole sandbox, if it was."""
 
     def describe(self) -> str:
         """One text block for an agent: output, errors, exit status, why it stopped."""
@@ -114,6 +129,8 @@ class SandboxResult:
         return "\n".join(parts)
 
     def status(self) -> str:
+        if self.memory_stop:
+            return self.memory_stop
         if self.quota_stop:
             return self.quota_stop
         if self.timed_out:
@@ -241,7 +258,7 @@ def _bwrap_command(
     if network:
         args += ["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
     args += ["--size", str(settings.tmp_mb * 1024 * 1024), "--perms", "1777", "--tmpfs", "/tmp"]
-    args += ["--perms", "1777", "--tmpfs", "/var/tmp"]
+    args += ["--size", str(settings.tmp_mb * 1024 * 1024), "--perms", "1777", "--tmpfs", "/var/tmp"]
     made: set[str] = {"/", "/usr", "/etc", "/tmp", "/var", "/proc", "/dev"}
     for source in _runtime_roots():
         args += _mount(["--ro-bind"], source, source, made)
@@ -450,8 +467,10 @@ async def _execute(
         asyncio.create_task(_drain(process.stderr, err)),
     ]
     timed_out = False
-    quota_stop = None
+    quota_stop = memory_stop = None
     watcher = asyncio.ensure_future(watch.crossed()) if watch is not None else None
+    memory = MemoryWatch(process.pid, limits.sandbox_bytes)
+    memory_watcher = asyncio.ensure_future(memory.crossed())
     try:
         if stdin is not None:
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
@@ -459,13 +478,16 @@ async def _execute(
                 await process.stdin.drain()
             process.stdin.close()
         exited = asyncio.ensure_future(process.wait())
-        racing = {exited} | ({watcher} if watcher is not None else set())
+        racing = {exited, memory_watcher} | ({watcher} if watcher is not None else set())
         done, _ = await asyncio.wait(racing, timeout=limits.wall_s, return_when=asyncio.FIRST_COMPLETED)
-        if watcher is not None and watcher in done and exited not in done:
+        if memory_watcher in done and exited not in done:
+            memory_stop = memory.stopped_message(memory_watcher.result())
+        elif watcher is not None and watcher in done and exited not in done:
             quota_stop = watch.stopped_message(watcher.result())
         elif exited not in done:
             timed_out = True
     finally:
+        memory_watcher.cancel()
         if watcher is not None:
             watcher.cancel()
         # Whatever happened (exit, deadline, quota, cancellation), nothing it started outlives it.
@@ -477,7 +499,7 @@ async def _execute(
         for task in pending:
             task.cancel()
     return SandboxResult(
-        exit_code=None if timed_out or quota_stop else process.returncode,
+        exit_code=None if timed_out or quota_stop or memory_stop else process.returncode,
         stdout=out.text(),
         stderr=err.text(),
         timed_out=timed_out,
@@ -485,6 +507,7 @@ async def _execute(
         duration_s=time.monotonic() - started,
         wall_s=limits.wall_s,
         quota_stop=quota_stop,
+        memory_stop=memory_stop,
     )
 
 

@@ -1,0 +1,82 @@
+"""gaia_kit.core.bounded: heavy work in a forked child whose memory goes back, under a limit."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+import pytest
+from gaia_kit import ToolFailure
+from gaia_kit.core.bounded import CallOutOfMemory, run_bounded
+from gaia_kit_testing.bombs import resident_mb
+
+pytestmark = pytest.mark.anyio
+
+
+def grab(mb: int) -> int:
+    block = bytearray(mb * 2**20)
+    block[::4096] = b"x" * len(block[::4096])  # touch every page: resident, not only reserved
+    return len(block)
+
+
+def hoard() -> None:
+    kept = []
+    while True:
+        kept.append(bytearray(16 * 2**20))
+
+
+def refuse() -> None:
+    raise ToolFailure("report.docx is damaged.")
+
+
+def unexpected() -> None:
+    raise KeyError("word/document.xml")
+
+
+async def test_result_and_exceptions_come_back_from_the_child(monkeypatch):
+    monkeypatch.setenv("GAIA_CALL_MEMORY_MB", "256")
+    assert await run_bounded(pow, 2, 10) == 1024
+    assert await run_bounded(os.getpid) != os.getpid()
+    assert len(await run_bounded(str.__mul__, "x", 30_000_000)) == 30_000_000  # a large answer whole
+    with pytest.raises(ToolFailure, match="report.docx is damaged"):
+        await run_bounded(refuse)
+    with pytest.raises(KeyError, match="word/document.xml"):
+        await run_bounded(unexpected)
+    answers = await asyncio.gather(*(run_bounded(pow, n, 2) for n in range(16)))
+    assert answers == [n * n for n in range(16)]
+
+
+@pytest.mark.parametrize("work", [lambda: grab(600), hoard], ids=["one-block", "step-by-step"])
+async def test_past_the_limit_the_call_gets_a_sentence_and_the_server_keeps_nothing(monkeypatch, work):
+    monkeypatch.setenv("GAIA_CALL_MEMORY_MB", "256")
+    before = resident_mb()
+    with pytest.raises(CallOutOfMemory, match="more than the 256 MB of memory one call may use"):
+        await run_bounded(work)
+    assert await run_bounded(grab, 100) == 100 * 2**20  # under the limit: fine
+    assert resident_mb() - before < 32  # the parent never held the child's memory
+
+
+async def test_a_cancelled_call_kills_its_child(monkeypatch):
+    monkeypatch.setenv("GAIA_CALL_MEMORY_MB", "256")
+    task = asyncio.create_task(run_bounded(time.sleep, 60))
+    await asyncio.sleep(0.5)
+    children = _children()
+    assert children, "the child should be running"
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not set(children) & set(_children())
+
+
+async def test_zero_turns_the_limit_off(monkeypatch):
+    monkeypatch.setenv("GAIA_CALL_MEMORY_MB", "0")
+    assert await run_bounded(os.getpid) == os.getpid()
+    monkeypatch.setenv("GAIA_CALL_MEMORY_MB", "lots")
+    with pytest.raises(ToolFailure, match="GAIA_CALL_MEMORY_MB is 'lots'; set it to a whole number"):
+        await run_bounded(os.getpid)
+
+
+def _children() -> list[int]:
+    with open(f"/proc/{os.getpid()}/task/{os.getpid()}/children") as handle:
+        return [int(pid) for pid in handle.read().split()]
