@@ -29,6 +29,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 server = KitServer(
     "wayback-server",
+    web_facing=True,
     instructions=(
         "The Wayback Machine: list_archived_versions shows when a URL was captured; get_archived_content "
         "returns the capture nearest a timestamp (YYYYMMDDhhmmss, or a prefix such as 2015 or 201503)."

@@ -25,6 +25,7 @@ MAX_SEARCH_RESULTS = 50  # the API's own ceiling for list=search without bot rig
 
 server = KitServer(
     "wiki-server",
+    web_facing=True,
     instructions=(
         "Wikipedia (live MediaWiki API): search_wikipedia to find titles, get_article_content or "
         "get_article_summary to read one, get_article_links and get_article_categories to look around, "
