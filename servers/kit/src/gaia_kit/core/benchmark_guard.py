@@ -203,7 +203,7 @@ def quotes_task(text: str) -> float | None:
     asked = question(task)
     if asked.size < asked.needed:
         return None
-    shared = _shared(asked, text, stop_at=asked.needed)
+    shared = _shared(asked, text, stop_at=asked.size)
     return shared / asked.size if shared >= asked.needed else None
 
 
