@@ -55,7 +55,10 @@ async def _answer(route: Route) -> None:
         reason = str(refused)
         await route.fulfill(
             status=403,
-            headers={REFUSED_HEADER: reason.encode("ascii", "replace").decode(), "Content-Type": "text/plain"},
+            headers={
+                REFUSED_HEADER: reason.encode("ascii", "replace").decode(),
+                "Content-Type": "text/plain",
+            },
             body=reason,
         )
         return
