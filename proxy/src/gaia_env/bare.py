@@ -72,7 +72,12 @@ class BareRequests:
             watcher = asyncio.create_task(_cancel_on_disconnect(receive, call))
             try:
                 result = await self.gateway.call_tool(
-                    name, arguments, selection, session, client=client_of(scope)
+                    name,
+                    arguments,
+                    selection,
+                    session,
+                    client=client_of(scope),
+                    meta=meta if isinstance(meta, dict) else None,
                 )
             finally:
                 watcher.cancel()

@@ -16,6 +16,7 @@ from gaia_kit.core.settings import KitSettings
 
 from . import logs
 from .app import HttpConfig, create_app, is_loopback
+from .costs import CostConfigError
 from .gateway import Gateway, GatewayConfig, SelectionError, UnknownTool
 from .registry import DEFAULT_REGISTRY, RegistryError, load_registry, select_enabled
 from .sessions import RootInUse, SessionLimits
@@ -27,7 +28,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         sys.exit(args.handler(args) or 0)
-    except RegistryError as exc:
+    except (RegistryError, CostConfigError) as exc:
         sys.exit(f"gaia-env: {exc}")
 
 

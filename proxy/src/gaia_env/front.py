@@ -84,6 +84,7 @@ def build_server(gateway: Gateway) -> Server[Any]:
                 key,
                 relay.progress if relay else None,
                 client=client_of(scope) if scope is not None else "",
+                meta=meta,
             )
         except GatewayError as exc:
             raise _sdk_error(exc) from None

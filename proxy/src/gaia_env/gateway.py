@@ -14,12 +14,22 @@ from pathlib import Path
 from typing import Any
 
 from gaia_kit.core.callbacks import SessionEndHandler, call_each
-from gaia_kit.core.contract import BUSY, SESSION_ID_KEY, WORKSPACE_KEY
+from gaia_kit.core.contract import (
+    BUDGET_SPENT_KEY,
+    BUSY,
+    COST_KEY,
+    SESSION_ID_KEY,
+    TASK_KEY,
+    USAGE_KEY,
+    WITHHELD_KEY,
+    WORKSPACE_KEY,
+)
 from jsonschema import validators
 from jsonschema.exceptions import SchemaError, ValidationError
 
 from . import catalog
 from .capacity import ReplicaPlan, available_cores, format_plan, replica_plan
+from .costs import CostPolicy
 from .errors import GatewayError, SelectionError, UnknownTool
 from .metrics import Metrics
 from .ownership import Replica, SessionGone, SessionOwners
@@ -31,6 +41,10 @@ from .sessions import EPHEMERAL_PREFIX, SessionLimits, SessionRefused, SessionSt
 logger = logging.getLogger("gaia_env.gateway")
 
 __all__ = ["Gateway", "GatewayConfig", "SelectionError", "UnknownTool"]
+
+USAGE_COUNTS = frozenset({"calls", "input_tokens", "output_tokens", "bytes", "refused"})
+MAX_TASK_CHARS = 20_000
+"""A task question longer than this is cut: the guard compares phrases, a book adds nothing."""
 
 # Variables a server must not inherit from the gateway.
 PRIVATE_ENV = {"MCP_AUTH_TOKEN"}
@@ -48,6 +62,8 @@ class GatewayConfig:
     """The Redis where replicas record which one owns each session (ownership.py); empty: one gateway."""
     own_root: bool = False
     """Serving: hold the workspace root alone and remove what an earlier run left in it."""
+    costs: CostPolicy = field(default_factory=CostPolicy.from_env)
+    """Prices of the paid backends and the per-session budget (costs.py)."""
 
 
 class Gateway:
@@ -201,13 +217,15 @@ class Gateway:
         session_key: str | None,
         on_progress: Progress | None = None,
         client: str = "",
+        meta: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Run one tool call; invalid arguments, tool and pool failures come back as an isError result
         (the model can correct those); an unknown tool or server is a GatewayError.
 
         `on_progress` receives the server's progress notifications; cancelling the awaiting task
         cancels the call in the server (notifications/cancelled). `client` (selection.client_of) is
-        who asks: a new session counts against its per-client limit."""
+        who asks: a new session counts against its per-client limit. `meta` is the client's `_meta`: a task
+        in it (TASK_KEY) is kept on the session and forwarded with its calls, for the benchmark-copy guard."""
         route = self.route(name, selection)
         arguments = arguments or {}
         if problem := self.invalid_arguments(route, arguments):
@@ -221,9 +239,10 @@ class Gateway:
             if session_key is not None and not self.sessions.holds(session_key):
                 await self.owners.claim(session_key)
             async with self.sessions.use(session_key, route.server, client) as session:
-                meta = {SESSION_ID_KEY: session.key, WORKSPACE_KEY: str(session.workspace)}
-                params = {"name": route.tool, "arguments": arguments, "_meta": meta}
+                forwarded = self._forwarded_meta(session, meta)
+                params = {"name": route.tool, "arguments": arguments, "_meta": forwarded}
                 result = await pool.call("tools/call", params, session.key, on_progress)
+                self._account(route, session, result)
             if result.get("isError"):
                 outcome = "tool_error"
             return result
@@ -255,11 +274,70 @@ class Gateway:
                 },
             )
 
+    def _forwarded_meta(self, session: SessionState, client_meta: dict[str, Any] | None) -> dict[str, Any]:
+        """The `_meta` a server gets: the session and its workspace, the task it serves, spent budgets."""
+        task = (client_meta or {}).get(TASK_KEY)
+        if isinstance(task, dict) and isinstance(task.get("question"), str):
+            session.task = {"question": task["question"][:MAX_TASK_CHARS]}
+        forwarded: dict[str, Any] = {SESSION_ID_KEY: session.key, WORKSPACE_KEY: str(session.workspace)}
+        if session.task is not None:
+            forwarded[TASK_KEY] = session.task
+        if spent := session.ledger.spent(self.config.costs.budget):
+            forwarded[BUDGET_SPENT_KEY] = spent
+        return forwarded
+
+    def _account(self, route: catalog.ToolRoute, session: SessionState, result: dict[str, Any]) -> None:
+        """Price what the call spent into the session's ledger and /metrics, count what was withheld,
+        and tell the client both in the result's `_meta` (COST_KEY)."""
+        meta = result.get("_meta")
+        if not isinstance(meta, dict):
+            meta = {}
+        usage = _usage(meta.pop(USAGE_KEY, None))
+        withheld = meta.get(WITHHELD_KEY)
+        for item in withheld if isinstance(withheld, list) else []:
+            reason = str(item.get("reason", "unknown")) if isinstance(item, dict) else "unknown"
+            session.ledger.withheld[reason] += 1
+            self.metrics.withheld.labels(route.server, route.tool, reason).inc()
+            logger.warning(
+                "withheld",
+                extra={"server": route.server, "tool": route.tool, "session": session.key, "withheld": item},
+            )
+        if not usage and not session.ledger:
+            return
+        call = session.ledger.add(route.tool, usage, self.config.costs.prices)
+        for backend, counts in usage.items():
+            self._count_usage(backend, counts, call[backend]["usd"])
+        meta[COST_KEY] = {
+            "usd": round(sum(c["usd"] for c in call.values()), 6),
+            "backends": call,
+            "session": session.ledger.report(),
+        }
+        result["_meta"] = meta
+
+    def _count_usage(self, backend: str, counts: dict[str, int], usd: float) -> None:
+        self.metrics.paid_calls.labels(backend).inc(counts.get("calls", 0))
+        self.metrics.paid_tokens.labels(backend, "input").inc(counts.get("input_tokens", 0))
+        self.metrics.paid_tokens.labels(backend, "output").inc(counts.get("output_tokens", 0))
+        self.metrics.paid_bytes.labels(backend).inc(counts.get("bytes", 0))
+        self.metrics.budget_refusals.labels(backend).inc(counts.get("refused", 0))
+        self.metrics.cost.labels(backend).inc(usd)
+
+    def session_report(self, key: str) -> dict[str, Any] | None:
+        """What `GET /sessions/<id>` and the session's end log say: its calls, spending and withheld results."""
+        state = self.sessions.get(key)
+        if state is None:
+            return None
+        return {"session_id": key, "calls": state.calls, "servers": sorted(state.servers), **_costs(state)}
+
     async def end_session(self, key: str) -> bool:
         return await self.sessions.end(key)
 
     async def _end_everywhere(self, session: SessionState) -> None:
         """Tell the servers the session used, then the listeners; one failing does not stop the rest."""
+        if session.ledger:
+            logger.info(
+                "session ended", extra={"session": session.key, "calls": session.calls, **_costs(session)}
+            )
         for sid in session.servers:
             if sid in self.pools:
                 self.pools[sid].end_session(session.key)
@@ -269,6 +347,24 @@ class Gateway:
 
     def _count_restart(self, server: str) -> None:
         self.metrics.restarts.labels(server).inc()
+
+
+def _usage(raw: Any) -> dict[str, dict[str, int]]:
+    """A server's USAGE_KEY, kept to what it may say: backend names with non-negative whole counts."""
+    if not isinstance(raw, dict):
+        return {}
+    usage: dict[str, dict[str, int]] = {}
+    for backend, counts in list(raw.items())[:32]:
+        if isinstance(backend, str) and isinstance(counts, dict):
+            usage[backend[:64]] = {
+                k: v for k, v in counts.items() if k in USAGE_COUNTS and isinstance(v, int) and v >= 0
+            }
+    return usage
+
+
+def _costs(session: SessionState) -> dict[str, Any]:
+    report = session.ledger.report()
+    return {"cost": {k: v for k, v in report.items() if k != "withheld"}, "withheld": report["withheld"]}
 
 
 def _server_env(config: GatewayConfig) -> dict[str, str]:

@@ -52,6 +52,42 @@ class Metrics:
             ["reason"],
             registry=self.registry,
         )
+        self.paid_calls = Counter(
+            "gaia_env_paid_calls",
+            "Requests sent to paid backends (costs.py).",
+            ["backend"],
+            registry=self.registry,
+        )
+        self.paid_tokens = Counter(
+            "gaia_env_paid_tokens",
+            "Tokens paid backends reported, by kind (input, output).",
+            ["backend", "kind"],
+            registry=self.registry,
+        )
+        self.paid_bytes = Counter(
+            "gaia_env_paid_bytes",
+            "Bytes sent to paid backends priced by size.",
+            ["backend"],
+            registry=self.registry,
+        )
+        self.cost = Counter(
+            "gaia_env_cost_usd",
+            "Spent on paid backends, priced by the price table.",
+            ["backend"],
+            registry=self.registry,
+        )
+        self.budget_refusals = Counter(
+            "gaia_env_budget_refusals",
+            "Paid calls refused because the session's budget was spent.",
+            ["backend"],
+            registry=self.registry,
+        )
+        self.withheld = Counter(
+            "gaia_env_withheld",
+            "Results the benchmark-copy guard withheld, by reason (quotes_task, mirror).",
+            ["server", "tool", "reason"],
+            registry=self.registry,
+        )
         for reason in ("max_sessions", "per_client", "max_unused", "disk_floor"):
             self.sessions_refused.labels(reason)  # every series exists from the start, at 0
 

@@ -84,16 +84,29 @@ def routes(gateway: Gateway, security: TransportSecuritySettings) -> list[Route]
             return _error(400, problem)
         if await gateway.end_session(session_id):
             return Response(status_code=204)
-        return _error(
-            404,
-            f"Session not found: {session_id} was never used, was already deleted, or expired after "
-            f"{gateway.sessions.idle_ttl:g} s idle (GAIA_SESSION_TTL).",
-        )
+        return _error(404, _not_found(session_id, gateway.sessions.idle_ttl))
+
+    async def report(request: Request) -> Response:
+        session_id = request.path_params[URL_SESSION_PARAM]
+        if problem := session_id_problem(session_id, "the URL"):
+            return _error(400, problem)
+        found = gateway.session_report(session_id)
+        if found is None:
+            return _error(404, _not_found(session_id, gateway.sessions.idle_ttl))
+        return JSONResponse(found)
 
     return [
         Route("/sessions", create, methods=["POST"]),
         Route("/sessions/{session_id}", delete, methods=["DELETE"]),
+        Route("/sessions/{session_id}", report, methods=["GET"]),
     ]
+
+
+def _not_found(session_id: str, idle_ttl: float) -> str:
+    return (
+        f"Session not found: {session_id} was never used, was already deleted, or expired after "
+        f"{idle_ttl:g} s idle (GAIA_SESSION_TTL)."
+    )
 
 
 def _first(value: str | None) -> str:

@@ -32,10 +32,12 @@ from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from gaia_kit.core import quota
 from gaia_kit.core.removal import remove_tree
+
+from .costs import Ledger
 
 EPHEMERAL_PREFIX = "ephemeral-"
 """Key prefix of the one-call sessions of requests that name none."""
@@ -86,6 +88,10 @@ class SessionState:
     calls: int = 0
     client: str = ""
     """Who made its workspace (selection.client_of): what the per-client limit counts."""
+    task: dict[str, Any] | None = None
+    """The task the session serves, as its client last sent it (`_meta` gaia-env/task); never shown to the model."""
+    ledger: Ledger = field(default_factory=Ledger)
+    """What it spent on paid backends and what the benchmark-copy guard withheld from it (costs.py)."""
 
 
 OnEnd = Callable[[SessionState], Awaitable[None]]
@@ -130,6 +136,9 @@ class SessionStore:
         state = self._sessions.get(key)
         return state is not None and state.made
 
+    def get(self, key: str) -> SessionState | None:
+        return self._sessions.get(key)
+
     def keys(self) -> list[str]:
         return list(self._sessions)
 
@@ -141,6 +150,7 @@ class SessionStore:
                 "key": s.key,
                 "calls": s.calls,
                 "servers": sorted(s.servers),
+                "cost_usd": round(s.ledger.usd, 6),
                 "idle_s": round(now - s.last_used, 1),
             }
             for s in self._sessions.values()

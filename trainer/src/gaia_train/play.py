@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .episode.loop import EpisodeLimits, EpisodeResult, Policy, run_episode
-from .episode.session import McpSettings, McpToolSession, for_row
+from .episode.session import McpSettings, McpToolSession, for_row, with_task
 from .row import AGENT_NAME
 from .teams.delegation import TeamResult, run_team_episode
 from .teams.team import Team, teams_for_rows
@@ -26,12 +26,11 @@ async def play(
     """One dataset row's episode, as every trainer and eval plays it: the single agent with the row's
     own server selection (`extra_info`), or `team`, whose roles bring their own servers."""
     if team is None:
-        result = await run_episode(
-            messages, new_policy(), lambda: McpToolSession(for_row(mcp, extra_info)), limits
-        )
+        settings = with_task(for_row(mcp, extra_info), extra_info)
+        result = await run_episode(messages, new_policy(), lambda: McpToolSession(settings), limits)
         return result, None
     refuse_row_selection(team, extra_info)
-    played = await run_team_episode(messages, team, new_policy, mcp, limits)
+    played = await run_team_episode(messages, team, new_policy, with_task(mcp, extra_info), limits)
     return played.episode_result(), played
 
 

@@ -29,7 +29,8 @@ from gaia_kit.core.calls import current_call
 from gaia_kit.core.hints import hints
 from gaia_kit.core.paths import free_path
 from gaia_kit.core.quota import QuotaExceeded, place, scratch
-from gaia_kit.models.llm import LLMConfig, configured, llm_status, model_line
+from gaia_kit.core.usage import charge, check_budget
+from gaia_kit.models.llm import LLMConfig, configured, llm_status, model_backend, model_line
 from gaia_kit.web.chromium import chromium_args, chromium_path, headless
 from mcp.server.mcpserver import Context
 from pydantic import Field, PositiveFloat, PositiveInt, ValidationError
@@ -57,6 +58,7 @@ os.environ["BROWSER_USE_CONFIG_DIR"] = str(_ROOT / "config")
 
 server = KitServer(
     "browser-server",
+    web_facing=True,
     instructions=(
         "browser_use hands a task in plain words to a browser agent (browser-use on Chromium) that "
         "navigates, clicks, types and reads pages until it can answer; it returns the answer, the steps "
@@ -114,6 +116,7 @@ async def browser_use(
     if not task.strip():
         raise ToolFailure("The task is empty; describe what the browser agent should do.")
     config = configured(PREFIX)
+    check_budget(model_backend(PREFIX))
     bounds = limits()
     steps = max(1, min(max_steps, bounds.max_steps))
     session = session_of(ctx)
@@ -223,6 +226,8 @@ async def _run_agent(task: str, steps: int, config: LLMConfig, session: Session,
                 with anyio.CancelScope(shield=True):
                     await _close(browser, user_data_dir)
                 downloads = await asyncio.to_thread(_keep_downloads, landing, session)
+    # One model call per step taken (browser-use reports no token counts without its price list).
+    charge(model_backend(PREFIX), calls=len(agent.history.history))
     if note is None and _model_never_answered(agent.history):
         first = next(e for e in agent.history.errors() if e)
         raise ToolFailure(

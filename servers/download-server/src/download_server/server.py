@@ -18,6 +18,7 @@ from urllib.parse import unquote
 import httpx
 from gaia_kit import KitServer, PathGuard, ToolFailure, run_blocking, serve, session_of
 from gaia_kit.core.args import OutputFormat
+from gaia_kit.core.benchmark_guard import screen_file
 from gaia_kit.core.hints import hints
 from gaia_kit.core.output import formatted
 from gaia_kit.core.quota import place, room_for, staged
@@ -35,6 +36,7 @@ DEFAULT_NAME = "download"
 
 server = KitServer(
     "download-server",
+    web_facing=True,
     instructions=(
         "download_file saves a URL's file into the session workspace and reports its size and type; "
         "open it with the matching document, media or filesystem tool."
@@ -112,6 +114,7 @@ async def download_file(
             )
         except TooLarge:
             raise ToolFailure(_too_large(url, settings.max_bytes, room)) from None
+        await run_blocking(screen_file, temporary, response.url)  # a file that quotes the task never lands
         if into_folder:
             target = paths.resolve(str(folder / _name_of(response)), write=True)
         _check_free(paths, target, overwrite)  # again: the name may be new, or another call took it

@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 from gaia_kit import Session, run_blocking
 from gaia_kit.core.quota import copy_into
+from gaia_kit.core.usage import charge, check_budget
 from gaia_kit.execution.sandbox import Limits, run_sandboxed
 
 from .driver import DRIVER, STATE_FILE
@@ -160,14 +161,18 @@ class E2BBackend:
         return box
 
     async def upload(self, session: Session, source: Path) -> str:
+        check_budget(self.name)
         box = await self._box(session)
         target = f"{E2B_HOME}/{source.name}"
         data = await run_blocking(source.read_bytes)
         async with box.lock:
             await run_blocking(lambda: box.sandbox.files.write(target, data))
+        charge(self.name, bytes=len(data))
         return target
 
     async def run(self, session: Session, code: str, language: str) -> RunOutput:
+        check_budget(self.name)
+        charge(self.name)  # the sandbox runs (and bills) whether or not the code succeeds
         box = await self._box(session)
         async with box.lock:
             execution = await run_blocking(

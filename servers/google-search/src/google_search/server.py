@@ -22,6 +22,7 @@ DEFAULT_RESULTS = 5
 
 server = KitServer(
     "google-search",
+    web_facing=True,
     instructions="Web search (search) and page reading (read_webpage, paged for long pages).",
 )
 

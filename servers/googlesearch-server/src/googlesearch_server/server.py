@@ -26,6 +26,7 @@ from pydantic import Field
 
 server = KitServer(
     "googlesearch-server",
+    web_facing=True,
     instructions=(
         "Web search: search_google returns titles, URLs and snippets; get_search_capabilities says "
         "which backend (Google, SearXNG or the offline index) answers."

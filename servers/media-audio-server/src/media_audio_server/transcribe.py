@@ -29,7 +29,8 @@ import anyio.to_thread
 import httpx
 from gaia_kit import ToolFailure, stdout_to_stderr
 from gaia_kit.core.calls import current_call
-from gaia_kit.models.llm import llm_config
+from gaia_kit.core.usage import charge, check_budget
+from gaia_kit.models.llm import llm_config, model_backend
 
 from . import media
 
@@ -266,6 +267,7 @@ async def _endpoint(audio: media.Audio, duration: float, language: str | None) -
             form = {"model": config.model, "response_format": "verbose_json"}
             if language:
                 form["language"] = language
+            check_budget(model_backend(PREFIX))
             try:
                 response = await client.post(
                     url, data=form, files={"file": ("audio.wav", wav, "audio/wav")}, headers=headers
@@ -276,6 +278,7 @@ async def _endpoint(audio: media.Audio, duration: float, language: str | None) -
                     f"check {config.sources['BASE_URL']} and that the server is running."
                 ) from None
             data = _answer(config, response)
+            charge(model_backend(PREFIX), bytes=len(wav))  # priced by the audio it was sent
             detected = detected or data.get("language")
             if data.get("segments"):
                 segments += [

@@ -44,6 +44,7 @@ from playwright.async_api import Error as PlaywrightError
 
 from .guard import UrlGuard
 from .proxy import REFUSED_HEADER, GuardProxy
+from .replay import route_through_cache
 from .settings import get_playwright_settings
 
 logger = logging.getLogger("ms_playwright")
@@ -418,6 +419,7 @@ class BrowserHost:
             service_workers="block",
             viewport={"width": settings.width, "height": settings.height},
         )
+        await route_through_cache(context)
         context.set_default_timeout(settings.action_timeout_s * 1000)
         context.set_default_navigation_timeout(settings.navigation_timeout_s * 1000)
         created = BrowserSession(session.id, context, session.paths, self.guard)

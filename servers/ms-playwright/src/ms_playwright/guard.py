@@ -10,6 +10,7 @@ import contextlib
 import time
 from urllib.parse import urlsplit
 
+from gaia_kit.core.benchmark_guard import mirror_pattern, mirror_sentence
 from gaia_kit.core.errors import ToolFailure
 from gaia_kit.web.http import HttpSettings
 from gaia_kit.web.ssrf import AllowList, IPAddress, resolve_checked
@@ -75,6 +76,9 @@ class UrlGuard:
     async def _check(self, host: str, port: int) -> list[IPAddress] | str:
         if self.block.has_host(host):
             return f"Refused to load {host}: PLAYWRIGHT_BLOCK lists it."
+        mirror = mirror_pattern(f"https://{host}/")  # a whole host listed as a benchmark copy
+        if mirror is not None:
+            return mirror_sentence(host, mirror)
         try:
             addresses = await resolve_checked(host, port, self.allow)
         except ToolFailure as exc:

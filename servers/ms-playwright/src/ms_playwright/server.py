@@ -19,6 +19,7 @@ from .browser import host
 
 server = KitServer(
     "ms-playwright",
+    web_facing=True,
     instructions=(
         "A real Chromium browser, one private browser context per session. browser_navigate opens a "
         "page; every answer carries an accessibility snapshot whose [ref=eN] marks are what browser_click, "

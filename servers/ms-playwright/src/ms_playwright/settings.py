@@ -35,6 +35,10 @@ class PlaywrightSettings(BaseSettings):
     """Snapshot characters an action's answer shows; browser_snapshot pages through the rest."""
     max_download_bytes: int = 512 * 1024 * 1024
     """A larger download is deleted instead of saved in the workspace."""
+    http_cache: bool = False
+    """Send the browser's requests through the kit's record/replay HTTP cache (replay.py): recorded under
+    GAIA_HTTP_CACHE_MODE=read-write. Under GAIA_HTTP_CACHE_MODE=replay they always are, so a replay
+    run never reaches the web."""
     width: int = 1280
     height: int = 720
 

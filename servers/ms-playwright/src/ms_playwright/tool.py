@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from gaia_kit import Session, ToolFailure, session_of
+from gaia_kit.core.benchmark_guard import refuse_mirror
 from mcp.server.mcpserver import Context
 from mcp_types import ToolAnnotations
 from pydantic import Field
@@ -76,6 +77,8 @@ def browser_tool(
 
         @functools.wraps(body)
         async def tool(ctx: Context, **arguments: Any) -> Any:
+            if isinstance(arguments.get("url"), str):  # in the call's own context, where it is counted
+                refuse_mirror(arguments["url"])
             if not in_context:
                 given = {name: session_of(ctx) for name in injected}
                 return await host.call(lambda: body(**given, **arguments))

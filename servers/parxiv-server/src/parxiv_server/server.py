@@ -31,6 +31,7 @@ DEFAULT_PDF_URL = "https://arxiv.org/pdf/{id}"  # for an entry without a pdf lin
 
 server = KitServer(
     "parxiv-server",
+    web_facing=True,
     instructions=(
         "arXiv papers: search_papers (keywords, or arXiv's field syntax ti:, au:, abs:, cat:), "
         "get_paper_details for one id, download_paper to save the PDF in the workspace and read its text, "

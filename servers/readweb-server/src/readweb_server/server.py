@@ -16,6 +16,7 @@ from pydantic import Field
 
 server = KitServer(
     "readweb-server",
+    web_facing=True,
     instructions=(
         "read_url returns a web page's main content (or a linked PDF's text) as markdown; "
         "long pages come in parts: call again with the start_index the answer names."

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 from gaia_kit import KitServer, ToolFailure, page, run_blocking, serve, truncate
 from gaia_kit.core.args import MaxLength, OutputFormat, StartIndex
+from gaia_kit.core.benchmark_guard import screen_text
 from gaia_kit.core.hints import hints
 from gaia_kit.core.output import formatted
 from gaia_kit.core.results import json_result, with_data
@@ -29,6 +30,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 server = KitServer(
     "wayback-server",
+    web_facing=True,
     instructions=(
         "The Wayback Machine: list_archived_versions shows when a URL was captured; get_archived_content "
         "returns the capture nearest a timestamp (YYYYMMDDhhmmss, or a prefix such as 2015 or 201503)."
@@ -135,6 +137,7 @@ async def get_archived_content(
             "which dates exist."
         ) from None
     found = await run_blocking(_content, response, site, wanted, extract_text_only, settings)
+    screen_text(found["content"], found["archive_url"])  # the whole capture, before it is paged
     if truncate_content:
         found["content"] = truncate(
             found["content"], settings.truncate_chars, note="Pass truncate_content=false to read it all."

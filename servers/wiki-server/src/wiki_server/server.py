@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 from gaia_kit import KitServer, ToolFailure, page, serve
 from gaia_kit.core.args import MaxLength, OutputFormat, StartIndex
+from gaia_kit.core.benchmark_guard import screen_text
 from gaia_kit.core.hints import hints
 from gaia_kit.core.output import formatted
 from gaia_kit.core.results import json_result, with_data
@@ -25,6 +26,7 @@ MAX_SEARCH_RESULTS = 50  # the API's own ceiling for list=search without bot rig
 
 server = KitServer(
     "wiki-server",
+    web_facing=True,
     instructions=(
         "Wikipedia (live MediaWiki API): search_wikipedia to find titles, get_article_content or "
         "get_article_summary to read one, get_article_links and get_article_categories to look around, "
@@ -108,6 +110,7 @@ async def get_article_content(
     text = await wiki_for(language).content(
         title, auto_suggest=auto_suggest, redirect=redirect, intro_only=not include_full_content
     )
+    screen_text(text.content, text.url, what="article")  # the whole article, before it is paged
     return page(formatted(asdict(text), output_format, render.article), start_index, max_length)
 
 

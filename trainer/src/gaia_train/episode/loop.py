@@ -115,6 +115,22 @@ class EpisodeMetrics:
     model_seconds: float = 0.0
     tool_seconds: float = 0.0
     wall_seconds: float = 0.0
+    cost_usd: float = 0.0
+    """What the episode's calls cost on paid backends, as the gateway priced them."""
+    cost_by_tool: Counter[str] = field(default_factory=Counter)
+    paid_calls: Counter[str] = field(default_factory=Counter)
+    """Requests sent to each paid backend (search API, hosted reader, E2B, model:<tool>)."""
+    withheld: int = 0
+    """Results the benchmark-copy guard withheld (pages quoting the task, benchmark mirrors)."""
+
+    def count(self, name: str, outcome: ToolOutcome) -> None:
+        self.tool_calls[name] += 1
+        self.tool_errors += outcome.is_error and outcome.fault is None
+        self.cost_usd += outcome.cost_usd
+        if outcome.cost_usd:
+            self.cost_by_tool[name] += outcome.cost_usd
+        self.paid_calls.update(outcome.paid_calls)
+        self.withheld += outcome.withheld
 
     @property
     def total_tool_calls(self) -> int:
@@ -130,6 +146,10 @@ class EpisodeMetrics:
             "model_seconds": round(self.model_seconds, 4),
             "tool_seconds": round(self.tool_seconds, 4),
             "wall_seconds": round(self.wall_seconds, 4),
+            "cost_usd": round(self.cost_usd, 6),
+            "cost_usd_by_tool": {name: round(usd, 6) for name, usd in self.cost_by_tool.items()},
+            "paid_calls": dict(self.paid_calls),
+            "withheld": self.withheld,
         }
 
 
@@ -241,8 +261,7 @@ async def run_episode(
                     metrics.tool_seconds += time.perf_counter() - t0
                     metrics.tool_turns += 1
                     for call, outcome in zip(pending, outcomes, strict=True):
-                        metrics.tool_calls[call.name] += 1
-                        metrics.tool_errors += outcome.is_error and outcome.fault is None
+                        metrics.count(call.name, outcome)
                     tool_messages = [_tool_message(c, o) for c, o in zip(pending, outcomes, strict=True)]
                     fault = next((o.fault for o in outcomes if o.fault is not None), None)
                     if fault is not None:

@@ -29,7 +29,7 @@ import ssl
 import time
 import uuid
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,12 @@ METHOD_NOT_FOUND = -32601
 _SESSION_TERMINATED = "Session terminated"
 """The SDK's words for a 404 on a known MCP session: the gateway that held it restarted."""
 MAX_BACKOFF_S = 30.0
+TASK_KEY = "gaia-env/task"
+"""`_meta` key of the task a session serves (gaia_kit.core.contract.TASK_KEY, repeated: no kit here)."""
+COST_KEY = "gaia-env/cost"
+"""`_meta` key of what a call cost on paid backends (gaia_kit.core.contract.COST_KEY)."""
+WITHHELD_KEY = "gaia-env/withheld"
+"""`_meta` key of what the benchmark-copy guard withheld in a call (gaia_kit.core.contract.WITHHELD_KEY)."""
 
 
 class EnvironmentFault(RuntimeError):
@@ -95,6 +101,9 @@ class McpSettings:
     """Rounds over the gateways to open a session before the episode ends as an environment fault."""
     open_backoff_s: float = 1.0
     """Wait after the first failed round; doubled after each (with jitter)."""
+    task_question: str | None = None
+    """The question the episode works on, sent with every call in `_meta` (TASK_KEY), never to the
+    model: the gateway's web tools withhold pages that quote it (`with_task`)."""
 
     def __post_init__(self) -> None:
         endpoints(self.url)  # a comma list of gateways, each an http(s) URL
@@ -168,6 +177,14 @@ def for_row(settings: McpSettings, extra_info: Any) -> McpSettings:
     )
 
 
+def with_task(settings: McpSettings, extra_info: Any) -> McpSettings:
+    """The settings with the row's question as the task its session serves (extra_info["question"])."""
+    question = extra_info.get("question") if isinstance(extra_info, dict) else None
+    if not isinstance(question, str) or not question.strip():
+        return settings
+    return replace(settings, task_question=question)
+
+
 @dataclass
 class ToolOutcome:
     text: str
@@ -175,6 +192,12 @@ class ToolOutcome:
     seconds: float
     fault: str | None = None
     """Why the environment failed this call (the episode cannot go on); None for any result the model reads."""
+    cost_usd: float = 0.0
+    """What the call cost on paid backends, as the gateway priced it (its result's COST_KEY)."""
+    paid_calls: dict[str, int] = field(default_factory=dict)
+    """Requests this call sent to each paid backend."""
+    withheld: int = 0
+    """Results the benchmark-copy guard withheld in this call."""
 
 
 @cache
@@ -521,9 +544,11 @@ class McpToolSession:
         again, unless the wait would pass the deadline: then the gateway stayed busy too long (_BusyTooLong)."""
         assert self._client is not None
         attempt = 0
+        question = self.settings.task_question
+        meta = {TASK_KEY: {"question": question}} if question else None
         while True:
             try:
-                return await self._client.call_tool(call.name, call.arguments)
+                return await self._client.call_tool(call.name, call.arguments, meta=meta)
             except MCPError as exc:
                 told = _retry_after(exc)
                 if told is None:
@@ -544,6 +569,7 @@ class McpToolSession:
             raise RuntimeError("McpToolSession.call used outside its async with block")
         timeout = self.settings.call_timeout_s
         fault = None
+        accounts: dict[str, Any] = {}
         try:
             with anyio.fail_after(timeout):
                 result = await self._call_until_served(call, anyio.current_time() + timeout)
@@ -566,6 +592,7 @@ class McpToolSession:
             fault = f"the transport to the gateway failed during {call.name}: {type(exc).__name__}: {exc}"
         else:
             text, is_error = _render_content(result), bool(result.is_error)
+            accounts = _accounts(result.meta)
             if not text.strip():
                 text = f"({call.name} returned no output)"
         if fault is not None:
@@ -575,7 +602,26 @@ class McpToolSession:
             cap_text(neutralize_tags(text), self.settings.max_output_chars),
             is_error,
             time.perf_counter() - started,
+            **accounts,
         )
+
+
+def _accounts(meta: Any) -> dict[str, Any]:
+    """What the gateway reported about a call in its result's `_meta`: cost, paid calls, withheld results."""
+    if not isinstance(meta, dict):
+        return {}
+    found: dict[str, Any] = {}
+    cost = meta.get(COST_KEY)
+    if isinstance(cost, dict):
+        found["cost_usd"] = float(cost.get("usd") or 0.0)
+        backends = cost.get("backends") if isinstance(cost.get("backends"), dict) else {}
+        found["paid_calls"] = {
+            str(name): int(use.get("calls", 0)) for name, use in backends.items() if isinstance(use, dict)
+        }
+    withheld = meta.get(WITHHELD_KEY)
+    if isinstance(withheld, list):
+        found["withheld"] = len(withheld)
+    return found
 
 
 _TRANSPORT_ERRORS = (httpx2.TransportError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError)

@@ -225,8 +225,13 @@ def summarize(records: list[dict[str, Any]], failed: Sequence[Mapping[str, Any]]
         by_source[record.get("data_source", "gaia")].append(float(record["reward"]))
         by_agent[record.get("agent_name", AGENT_NAME)].append(float(record["reward"]))
     tools: Counter[str] = Counter()
+    cost_by_tool: Counter[str] = Counter()
+    paid_calls: Counter[str] = Counter()
     for record in records:
         tools.update(record["metrics"]["tool_calls"])
+        cost_by_tool.update(record["metrics"].get("cost_usd_by_tool", {}))
+        paid_calls.update(record["metrics"].get("paid_calls", {}))
+    cost = sum(r["metrics"].get("cost_usd", 0.0) for r in records)
     calls = sum(tools.values())
     errors = sum(r["metrics"]["tool_errors"] for r in records)
     model_s = sum(r["metrics"]["model_seconds"] for r in records)
@@ -249,6 +254,15 @@ def summarize(records: list[dict[str, Any]], failed: Sequence[Mapping[str, Any]]
         "mean_model_seconds": _mean([r["metrics"]["model_seconds"] for r in records]),
         "mean_tool_seconds": _mean([r["metrics"]["tool_seconds"] for r in records]),
         "model_time_share": model_s / (model_s + tool_s) if model_s + tool_s > 0 else math.nan,
+        # What the rollouts cost on paid backends (search keys, hosted readers, E2B, model-backed tools).
+        "cost_usd": round(cost, 6),
+        "mean_cost_usd_per_rollout": cost / len(records) if records else math.nan,
+        "cost_usd_by_tool": {k: round(v, 6) for k, v in cost_by_tool.most_common()},
+        "mean_cost_usd_per_call_by_tool": {
+            k: round(v / tools[k], 6) for k, v in cost_by_tool.most_common() if tools[k]
+        },
+        "paid_calls_by_backend": dict(paid_calls.most_common()),
+        "withheld": sum(r["metrics"].get("withheld", 0) for r in records),
         "stops": dict(Counter(r["stop"] for r in records).most_common()),
         "environment_faults": sum(f.get("kind") == Stop.ENVIRONMENT_FAULT for f in failed),
         "model_errors": sum(f.get("kind") == Stop.MODEL_ERROR for f in failed),
@@ -286,8 +300,13 @@ def format_table(summary: dict[str, Any]) -> str:
         ("mean model s / episode", summary["mean_model_seconds"]),
         ("mean tool s / episode", summary["mean_tool_seconds"]),
         ("model share of time", summary["model_time_share"]),
+        ("cost USD (paid backends)", summary.get("cost_usd", 0.0)),
+        ("mean cost USD / rollout", summary.get("mean_cost_usd_per_rollout", math.nan)),
+        ("withheld (benchmark copies)", summary.get("withheld", 0)),
     ]
     lines += [(f"calls: {tool}", count) for tool, count in summary["tool_calls_by_tool"].items()]
+    lines += [(f"cost USD: {tool}", usd) for tool, usd in summary.get("cost_usd_by_tool", {}).items()]
+    lines += [(f"paid calls: {name}", n) for name, n in summary.get("paid_calls_by_backend", {}).items()]
     lines += [(f"stop: {stop}", count) for stop, count in summary["stops"].items()]
     width = max(len(name) for name, _ in lines)
     return "\n".join(f"{name.ljust(width)}  {_fmt(value)}" for name, value in lines)

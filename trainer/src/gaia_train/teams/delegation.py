@@ -80,8 +80,12 @@ class TeamResult:
     def metrics(self) -> EpisodeMetrics:
         episodes = [self.lead, *(d.result for d in self.delegations)]
         tool_calls: Counter[str] = Counter()
+        cost_by_tool: Counter[str] = Counter()
+        paid_calls: Counter[str] = Counter()
         for episode in episodes:
             tool_calls.update(episode.metrics.tool_calls)
+            cost_by_tool.update(episode.metrics.cost_by_tool)
+            paid_calls.update(episode.metrics.paid_calls)
         # A delegate call's seconds are its sub-episode's; count them once, as model and tool time.
         nested = sum(d.result.metrics.wall_seconds for d in self.delegations)
         return EpisodeMetrics(
@@ -92,6 +96,10 @@ class TeamResult:
             model_seconds=sum(e.metrics.model_seconds for e in episodes),
             tool_seconds=max(0.0, sum(e.metrics.tool_seconds for e in episodes) - nested),
             wall_seconds=self.lead.metrics.wall_seconds,
+            cost_usd=sum(e.metrics.cost_usd for e in episodes),
+            cost_by_tool=cost_by_tool,
+            paid_calls=paid_calls,
+            withheld=sum(e.metrics.withheld for e in episodes),
         )
 
     def transcript(self) -> list[dict[str, Any]]:

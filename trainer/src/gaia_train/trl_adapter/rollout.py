@@ -162,6 +162,8 @@ class GaiaRollout:
             "gaia_session_id": [e.result.session_id for e in episodes],
             "gaia_stop": [str(e.result.stop) for e in episodes],
             "gaia_tool_calls": [e.result.metrics.total_tool_calls for e in episodes],
+            "gaia_cost_usd": [e.result.metrics.cost_usd for e in episodes],
+            "gaia_withheld": [e.result.metrics.withheld for e in episodes],
         }
 
     async def _run_all(

@@ -195,6 +195,9 @@ class GaiaAgentLoop(AgentLoopBase):
             "gaia_tool_calls": metrics.total_tool_calls,
             "gaia_tool_errors": metrics.tool_errors,
             "gaia_turns": metrics.turns,
+            # What the episode cost on paid backends and how often the benchmark-copy guard withheld a result.
+            "gaia_cost_usd": metrics.cost_usd,
+            "gaia_withheld": metrics.withheld,
             "gaia_stop": str(result.stop),
             # Every row has the same keys (VeRL concatenates the workers' batches), teams or not.
             "gaia_team": team.team if team else "",

@@ -36,6 +36,14 @@ class Call:
     report: Report | None = None
     """Sends one progress notification (a no-op when the client sent no progressToken)."""
     cancelled: threading.Event = field(default_factory=threading.Event)
+    task_question: str = ""
+    """The question of the task the session serves (`_meta` gaia-env/task), for the benchmark-copy guard."""
+    spent: tuple[str, ...] = ()
+    """Paid backends (names or `*`-patterns) whose session budget is spent: gaia_kit.core.usage refuses them."""
+    usage: dict[str, dict[str, int]] = field(default_factory=dict)
+    """What this call spent on paid backends (gaia_kit.core.usage.charge), sent back in the result's `_meta`."""
+    withheld: list[dict[str, object]] = field(default_factory=list)
+    """What the benchmark-copy guard withheld in this call (gaia_kit.web.benchmark_guard)."""
     _loop: asyncio.AbstractEventLoop | None = None
     _last: asyncio.Task[None] | None = None
     _done: float = float("-inf")

@@ -52,3 +52,33 @@ GONE_UNREACHABLE = "replica_unreachable"
 def session_gone_message(why: str) -> str:
     """The one wording of a session-gone answer: what happened, and what to do."""
     return f"This session's gateway replica is gone ({why}); its workspace and state are lost: start a new session."
+
+
+TASK_KEY = "gaia-env/task"
+"""`_meta` key a client may send with a tools/call (the trainer and `gaia-train eval` do): the task the
+session serves, `{"question": "..."}`. Never shown to the model. The gateway keeps the latest one per
+session and forwards it with every call, so the web-facing tools can withhold pages that quote it."""
+
+BUDGET_SPENT_KEY = "gaia-env/budget-spent"
+"""`_meta` key of a forwarded call: the paid backends whose session budget is spent (a list of backend
+names; "*" when the session's money budget is spent). Those backends refuse the call; free ones serve it."""
+
+USAGE_KEY = "gaia-env/usage"
+"""`_meta` key of a tool result: what the call spent on paid backends, `{backend: {"calls": n,
+"input_tokens": n, "output_tokens": n, "bytes": n}}` (only the counts the backend reported)."""
+
+COST_KEY = "gaia-env/cost"
+"""`_meta` key the gateway adds to a tool result that used a paid backend, or whose session has spent
+anything: `{"usd": <this call>, "backends": {...this call}, "session": <the session's ledger>}`."""
+
+WITHHELD_KEY = "gaia-env/withheld"
+"""`_meta` key of a tool result: what the benchmark-copy guard withheld in this call, a list of
+`{"reason": "quotes_task" | "mirror", "source": <url or what>, "overlap": <0..1>}`."""
+
+
+def budget_spent_message(backend: str, why: str) -> str:
+    """The one wording of a call refused because the session's budget for a paid backend is spent."""
+    return (
+        f"This session's budget for {backend} is spent ({why}); this tool cannot call it again in this "
+        "session: use a free tool (the local reader, the wiki, documents) or answer with what you have."
+    )

@@ -25,12 +25,20 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.shared.exceptions import MCPError
-from mcp_types import NotificationParams
+from mcp_types import CallToolResult, NotificationParams, TextContent
 
 from gaia_kit.core import calls, logs
+from gaia_kit.core.benchmark_guard import screen_result
 from gaia_kit.core.bounded import run_bounded
 from gaia_kit.core.callbacks import SessionEndHandler, call_each
-from gaia_kit.core.contract import SESSION_ENDED, SESSION_ID_KEY
+from gaia_kit.core.contract import (
+    BUDGET_SPENT_KEY,
+    SESSION_ENDED,
+    SESSION_ID_KEY,
+    TASK_KEY,
+    USAGE_KEY,
+    WITHHELD_KEY,
+)
 from gaia_kit.core.errors import describe_exception
 from gaia_kit.core.results import rewritten
 from gaia_kit.core.schemas import strict_input_schema
@@ -44,9 +52,13 @@ class SessionEndedParams(NotificationParams):
 
 
 class KitServer(MCPServer):
-    def __init__(self, *args: Any, bounded_calls: bool = False, **kwargs: Any):
+    def __init__(self, *args: Any, bounded_calls: bool = False, web_facing: bool = False, **kwargs: Any):
+        """`bounded_calls`: plain `def` tools run in a child forked per call, under GAIA_CALL_MEMORY_MB
+        (gaia_kit.core.bounded). `web_facing`: every result of this server's tools is screened by the
+        benchmark-copy guard (gaia_kit.core.benchmark_guard) before it is answered."""
         super().__init__(*args, **kwargs)
         self._bounded_calls = bounded_calls
+        self.web_facing = web_facing
         self._session_end_handlers: list[SessionEndHandler] = []
         self._lowlevel_server.add_notification_handler(SESSION_ENDED, SessionEndedParams, self._session_ended)
 
@@ -90,6 +102,7 @@ class KitServer(MCPServer):
         tool = self._tool_manager.get_tool(name)
         report = context.report_progress if context is not None else None
         call = calls.Call(name, tool.annotations if tool is not None else None, report)
+        _read_meta(call, context)
         token = calls.enter(call)
         # Every log record written while the tool runs names the tool and the session.
         tool_token = logs.tool.set(name)
@@ -97,9 +110,14 @@ class KitServer(MCPServer):
         try:
             result = await super().call_tool(name, arguments, context)
             await call.drain()  # progress already reported goes out before the result
-            return rewritten(result, _concealer(context))
+            if self.web_facing:
+                result = screen_result(result, arguments)
+            return _with_accounts(rewritten(result, _concealer(context)), call)
         except ToolError as exc:  # its sentence is the answer: no host path in it either
             exc.args = (_concealer(context)(str(exc)),)
+            if call.usage or call.withheld:  # what was spent or withheld before it failed is still told
+                failed = CallToolResult(content=[TextContent(type="text", text=str(exc))], is_error=True)
+                return _with_accounts(failed, call)
             raise
         except anyio.get_cancelled_exc_class():
             call.cancelled.set()
@@ -108,6 +126,33 @@ class KitServer(MCPServer):
             logs.tool.reset(tool_token)
             logs.session.reset(session_token)
             calls.leave(token)
+
+
+def _read_meta(call: calls.Call, context: Context | None) -> None:
+    """The task and the spent budgets the gateway forwards with the call (gaia_kit.core.contract)."""
+    try:
+        meta = (context.request_context.meta if context is not None else None) or {}
+    except ValueError:  # a Context made outside a request
+        return
+    task = meta.get(TASK_KEY)
+    if isinstance(task, dict) and isinstance(task.get("question"), str):
+        call.task_question = task["question"]
+    spent = meta.get(BUDGET_SPENT_KEY)
+    if isinstance(spent, list):
+        call.spent = tuple(str(item) for item in spent)
+
+
+def _with_accounts(result: Any, call: calls.Call) -> Any:
+    """The result with what the call spent and withheld in its `_meta`, for the gateway's ledger."""
+    if not isinstance(result, CallToolResult) or not (call.usage or call.withheld):
+        return result
+    meta = dict(result.meta or {})
+    if call.usage:
+        meta[USAGE_KEY] = call.usage
+    if call.withheld:
+        meta[WITHHELD_KEY] = call.withheld
+    result.meta = meta
+    return result
 
 
 def _concealer(context: Context | None) -> Callable[[str], str]:

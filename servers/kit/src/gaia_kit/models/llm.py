@@ -23,6 +23,7 @@ import httpx
 
 from gaia_kit.core.errors import ToolFailure
 from gaia_kit.core.retry import retry_wait
+from gaia_kit.core.usage import charge, check_budget
 
 logger = logging.getLogger("gaia_kit.models.llm")
 
@@ -158,6 +159,8 @@ async def chat(
     body: dict[str, Any] = {"model": config.model, "messages": messages, "max_tokens": limit}
     if temperature is not None:
         body["temperature"] = temperature
+    backend = model_backend(prefix)
+    check_budget(backend)
     try:
         with anyio.fail_after(deadline):
             data = await _post_with_retries(config, body, time.monotonic() + deadline)
@@ -166,7 +169,20 @@ async def chat(
             f"The model {config.model} did not answer within {deadline:.0f} s; try again, ask a shorter "
             f"question, or raise {prefix.upper()}_LLM_TIMEOUT."
         ) from None
+    charge(backend, **_token_counts(data))
     return _answer_text(config, data)
+
+
+def model_backend(prefix: str) -> str:
+    """The paid backend a server's model calls are counted under: `model:think`, `model:image`, ..."""
+    return f"model:{prefix.lower()}"
+
+
+def _token_counts(data: Any) -> dict[str, int | None]:
+    usage = data.get("usage") if isinstance(data, dict) else None
+    if not isinstance(usage, dict):
+        return {}
+    return {"input_tokens": usage.get("prompt_tokens"), "output_tokens": usage.get("completion_tokens")}
 
 
 async def _post_with_retries(config: LLMConfig, body: dict[str, Any], deadline: float) -> Any:

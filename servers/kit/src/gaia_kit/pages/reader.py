@@ -26,8 +26,10 @@ from urllib.parse import urljoin
 import httpx
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from gaia_kit.core.benchmark_guard import refuse_mirror, screen_text
 from gaia_kit.core.blocking import run_blocking
 from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.usage import charge
 from gaia_kit.pages.corpus import configured_corpus
 from gaia_kit.pages.extract import document_text
 from gaia_kit.web.http import shared_http
@@ -85,7 +87,18 @@ def reader_backend(settings: ReaderSettings | None = None) -> Backend:
 
 
 async def read_page(url: str, *, images: bool = False) -> WebPage:
-    """The readable content of `url`: from the offline index when it has it, else the configured backend."""
+    """The readable content of `url`: from the offline index when it has it, else the configured backend.
+
+    A known benchmark mirror is refused, and a page that quotes the session's task is withheld
+    (gaia_kit.core.benchmark_guard), whichever backend read it."""
+    refuse_mirror(url)
+    found = await _read_any(url, images)
+    refuse_mirror(found.url)
+    screen_text(found.text, found.url)
+    return found
+
+
+async def _read_any(url: str, images: bool) -> WebPage:
     offline = await _read_corpus(url)
     if offline is not None:
         return offline
@@ -156,8 +169,13 @@ async def _read_jina(url: str, images: bool, settings: ReaderSettings) -> WebPag
     }
     if images:
         headers["X-With-Images-Summary"] = "true"
-    response = await shared_http().get(settings.jina_api_url.rstrip("/") + "/" + url, headers=headers)
+    response = await shared_http().get(
+        settings.jina_api_url.rstrip("/") + "/" + url, headers=headers, paid="jina"
+    )
     data = _field(response.json(), "data", "Jina Reader")
+    tokens = (data.get("usage") or {}).get("tokens") if isinstance(data.get("usage"), dict) else None
+    if not response.from_cache and isinstance(tokens, int):
+        charge("jina", calls=0, input_tokens=tokens)  # Jina bills by the tokens it returns
     found = data.get("images") or {}
     listed = found.values() if isinstance(found, dict) else found
     return _page(
@@ -173,7 +191,9 @@ async def _read_tavily(url: str, images: bool, settings: ReaderSettings) -> WebP
     body = {"urls": [url], "include_images": images, "extract_depth": "basic", "format": "markdown"}
     headers = {"Authorization": f"Bearer {settings.tavily_api_key}"}
     # An extract is a read: cached like a GET, so a training run replays it offline.
-    response = await shared_http().post(settings.tavily_api_url, json=body, headers=headers, cache=True)
+    response = await shared_http().post(
+        settings.tavily_api_url, json=body, headers=headers, cache=True, paid="tavily"
+    )
     answer = response.json()
     results = _field(answer, "results", "Tavily")
     if not results:

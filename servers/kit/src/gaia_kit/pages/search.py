@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from gaia_kit.core.benchmark_guard import keep_unquoted
 from gaia_kit.core.blocking import run_blocking
 from gaia_kit.core.errors import ToolFailure
 from gaia_kit.pages.corpus import CORPUS_ENV, configured_corpus
@@ -128,7 +129,8 @@ async def web_search(
         results = await _searxng(settings, query, num, safe, language)
     else:
         results = await _corpus(query, num)
-    return SearchResults(query, backend, results[:num])
+    kept = keep_unquoted(results, lambda r: f"{r.title}\n{r.snippet}", lambda r: r.url)
+    return SearchResults(query, backend, kept[:num])
 
 
 # ---- Google Programmable Search ------------------------------------------------------------------
@@ -151,7 +153,9 @@ async def _google(
             "lr": f"lang_{language}",
             "gl": country,
         }
-        response = await shared_http().get(settings.google_cse_url, params=params, check=False)
+        response = await shared_http().get(
+            settings.google_cse_url, params=params, check=False, paid="google-search"
+        )
         if response.status >= 400:
             raise ToolFailure(_google_error(response.status, response.content))
         answer = response.json()

@@ -43,10 +43,12 @@ from anyio import AsyncFile
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from gaia_kit.core.benchmark_guard import refuse_mirror
 from gaia_kit.core.blocking import run_blocking
 from gaia_kit.core.calls import current_call, replay_allowed
 from gaia_kit.core.errors import ToolFailure
 from gaia_kit.core.retry import retry_wait
+from gaia_kit.core.usage import charge, check_budget
 from gaia_kit.web.cache import (
     SECRET_PARAMS,
     Cache,
@@ -293,14 +295,20 @@ class HttpClient:
         cache: bool | None = None,
         check: bool = True,
         max_bytes: int | None = None,
+        paid: str | None = None,
     ) -> HttpResponse:
-        """Send one request. `cache`: None caches GETs only; `check`: raise HttpFailure on 4xx/5xx."""
+        """Send one request. `cache`: None caches GETs only; `check`: raise HttpFailure on 4xx/5xx;
+        `paid`: the paid backend it goes to (gaia_kit.core.usage): refused when the session's budget for
+        it is spent and counted when sent; an answer replayed from the cache is free."""
         request = self._build(method.upper(), url, params, headers, json, data, content)
         mode = self._cache_mode(request.method, cache)
         key = _cache_key(request, json) if mode != "off" else ""
         hit = await self._recorded(request, mode, key)
         if hit is not None:
             return self._checked(hit, check)
+        if paid is not None:
+            check_budget(paid)
+            charge(paid)  # sent is spent, whatever the answer
         response = await self._deadline(request, self._follow(request, max_bytes or self.settings.max_bytes))
         if mode == "read-write":
             await self._record(request, key, response, response.content)
@@ -417,6 +425,7 @@ class HttpClient:
             raise ToolFailure(
                 f"Only http and https URLs with a host can be fetched, not {url[:200]!r}; pass a full URL."
             )
+        refuse_mirror(str(target))  # before the cache too: a recorded copy is no more a source
         base = {"User-Agent": self.user_agent, "Accept": "*/*", "Accept-Encoding": "gzip, deflate"}
         merged = httpx.Headers(base)
         merged.update(headers or {})
@@ -431,6 +440,8 @@ class HttpClient:
         method, url, headers, body = request.method, request.url, request.headers.copy(), request.content
         del headers["host"]  # each hop's request sets its own
         for _ in range(self.settings.max_redirects + 1):
+            if url != request.url:
+                refuse_mirror(str(url))  # a redirect into a benchmark copy is refused too
             answer = await self._with_retries(method, url, headers, body, max_bytes, sink)
             location = answer.headers.get("location")
             if answer.status not in REDIRECTS or not location:
