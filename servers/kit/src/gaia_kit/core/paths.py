@@ -56,7 +56,10 @@ class PathGuard:
     def resolve(self, raw: str, *, write: bool = False) -> Path:
         """Return the real path for `raw`, or raise ToolFailure saying why it is refused."""
         candidate = self._lexical(raw)
-        real = Path(os.path.realpath(candidate))
+        try:
+            real = Path(os.path.realpath(candidate))
+        except OSError:  # a link replaced by a file between realpath's lstat and its readlink
+            raise ToolFailure(f"{raw} changed while it was being looked up; try again.") from None
         if write:
             if not real.is_relative_to(self.workspace):
                 if self.dataset is not None and real.is_relative_to(self.dataset):
