@@ -9,7 +9,8 @@ from __future__ import annotations
 import io
 import os
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
+from typing import BinaryIO
 
 import httpx
 from gaia_kit import PathGuard, ToolFailure, get_settings, run_blocking
@@ -70,11 +71,16 @@ async def load(guard: PathGuard, source: str) -> Opened:
 
 def open_image(guard: PathGuard, source: str) -> Opened:
     """Open a local image lazily (header only), after every check that can refuse it cheaply."""
-    path = guard.existing_file(source.strip().removeprefix("file://"))
-    shown = guard.display(path)
-    size = path.stat().st_size
-    _check_size(shown, size)
-    return _opened(path, path.name, shown, size)
+    raw = source.strip().removeprefix("file://")
+    handle = guard.open_file(raw)  # no link followed out; Pillow reads this file, not the name again
+    try:
+        shown = guard.shown(raw)
+        size = os.fstat(handle.fileno()).st_size
+        _check_size(shown, size)
+        return _opened(handle, PurePosixPath(shown).name, shown, size)
+    except BaseException:
+        handle.close()
+        raise
 
 
 def open_bytes(data: bytes, name: str, shown: str) -> Opened:
@@ -94,17 +100,14 @@ def _check_size(shown: str, size: int) -> None:
         raise ToolFailure(f"{shown} is empty (0 bytes); it is not an image.")
 
 
-def _opened(source: Path | io.BytesIO, name: str, shown: str, size: int) -> Opened:
+def _opened(source: BinaryIO, name: str, shown: str, size: int) -> Opened:
     try:
         image = Image.open(source)
     except Image.DecompressionBombError:
         raise _bomb(shown, None) from None
     except UnidentifiedImageError:
-        if isinstance(source, Path):
-            with open(source, "rb") as handle:
-                head = handle.read(64)
-        else:
-            head = source.getvalue()[:64]
+        source.seek(0)
+        head = source.read(64)
         raise ToolFailure(f"{shown} is not an image Pillow can read: {_what_it_is(head)}.") from None
     width, height = image.size
     if width * height > MAX_PIXELS:

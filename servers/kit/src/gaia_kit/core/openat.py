@@ -218,3 +218,10 @@ def fd_path(fd: int) -> Path:
     """A path naming the open file `fd` for this process and the programs it starts with the
     descriptor inherited (pass_fds): opening it reaches that very file, whatever happens to its name."""
     return Path(f"/proc/self/fd/{fd}")
+
+
+def shared_fd_path(fd: int) -> Path:
+    """/proc/<this pid>/fd/N: the open file `fd` for programs this process starts (they run as the
+    same user), with no descriptor to pass, and for bind mounts (bwrap --ro-bind follows it to the
+    file). Valid while this process holds `fd` open."""
+    return Path(f"/proc/{os.getpid()}/fd/{fd}")

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from gaia_kit.core.errors import ToolFailure
-from gaia_kit.core.openat import fd_path, open_beneath
+from gaia_kit.core.openat import fd_path, open_beneath, shared_fd_path
 from gaia_kit.core.quota import place, staged
 
 MAX_PATH_CHARS = 4096
@@ -118,6 +118,14 @@ class PathGuard:
         inherits the descriptor (`pass_fds=(int(path.name),)`)."""
         with self.open_file(raw) as handle:
             yield fd_path(handle.fileno())
+
+    @contextlib.contextmanager
+    def program_path(self, raw: str) -> Iterator[Path]:
+        """The same for a program this process starts (ffmpeg, the PDF worker, ...): the regular
+        file at `raw`, opened safely and named /proc/<pid>/fd/N for the block. Programs that pick
+        a format by file name need a private copy with the right suffix instead."""
+        with self.open_file(raw) as handle:
+            yield shared_fd_path(handle.fileno())
 
     def shown(self, raw: str) -> str:
         """`raw` as agents name it, without touching the file system."""
