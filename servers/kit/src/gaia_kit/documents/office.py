@@ -7,11 +7,12 @@ behaviour, once.
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 from gaia_kit.core.errors import ToolFailure
@@ -82,7 +83,12 @@ def readable_copy(
     if "password" in problem:
         raise ToolFailure(f"{raw} cannot be read: {problem}.")
     with tempfile.TemporaryDirectory(prefix=f"gaia-{target_format}-") as scratch:
-        converted = convert_with_libreoffice(path, target_format, Path(scratch), CONVERT_TIMEOUT_S)
+        # LibreOffice gets a private copy named as the agent named the file (it goes by the
+        # suffix), never a name in the workspace that sandboxed code could turn into a link.
+        private = Path(scratch) / "in" / (PurePosixPath(raw).name or "document")
+        private.parent.mkdir()
+        shutil.copyfile(path, private)
+        converted = convert_with_libreoffice(private, target_format, Path(scratch), CONVERT_TIMEOUT_S)
         yield converted, [f"Converted from {legacy_name} with LibreOffice."]
 
 
