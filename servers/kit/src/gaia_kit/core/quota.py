@@ -303,7 +303,10 @@ def _make_dirs_confined(path: Path) -> None:
     if workspace is None:
         path.mkdir(parents=True, exist_ok=True)
         return
-    os.close(make_dirs_beneath(workspace, _below(path, workspace)))
+    try:
+        os.close(make_dirs_beneath(workspace, _below(path, workspace)))
+    except OSError as exc:
+        raise _way_out(path.name, exc) from None
 
 
 def _below(path: Path, workspace: Path) -> str:
@@ -351,12 +354,17 @@ def _target_folder(target: Path) -> Iterator[tuple[int | None, str]]:
         with parent_beneath(workspace, _below(target, workspace)) as found:
             yield found
     except OSError as exc:
-        if exc.errno in (errno.EXDEV, errno.ELOOP, errno.ENOTDIR):
-            raise ToolFailure(
-                f"{target.name} cannot be saved: a folder on its way is a link out of the session "
-                "workspace, or a file; save it elsewhere in the workspace."
-            ) from None
-        raise
+        raise _way_out(target.name, exc) from None
+
+
+def _way_out(name: str, exc: OSError) -> OSError | ToolFailure:
+    """A sentence for a folder on the way that leads out of the workspace; other errors as they are."""
+    if exc.errno in (errno.EXDEV, errno.ELOOP, errno.ENOTDIR):
+        return ToolFailure(
+            f"{name} cannot be saved: a folder on its way is a link out of the session workspace, or a "
+            "file; save it elsewhere in the workspace."
+        )
+    return exc
 
 
 def _entry(folder: int | None, name: str) -> os.stat_result | None:
