@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from gaia_kit.core.errors import ToolFailure
 from gaia_kit.core.paths import PathGuard, atomic_write
-from gaia_kit.core.quota import QuotaExceeded
+from gaia_kit.core.quota import QuotaExceeded, make_dirs
 from gaia_kit.documents.convert import convert_with_libreoffice
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0"
@@ -119,7 +119,7 @@ class ImageFolder:
         """Write the image; its path as the session sees it."""
         if self._folder is None:
             self._folder = self._guard.resolve(self._relative, write=True)
-            self._folder.mkdir(parents=True, exist_ok=True)
+            make_dirs(self._folder)  # beneath the workspace: a link on the way is refused
         target = self._folder / name
         try:
             atomic_write(target, blob)
