@@ -174,8 +174,9 @@ def test_a_1gb_file_is_streamed_in_bounded_memory(tmp_path):
         from pathlib import Path
         from documents_txt_server.reading import extract
         path = Path({str(big)!r})
-        head = extract(path, "huge.txt", None, 0, 40_000, 64 << 20)
-        deep = extract(path, "huge.txt", None, 900_000_000, 40_000, 64 << 20)
+        with open(path, "rb") as handle:
+            head = extract(handle, path, "huge.txt", None, 0, 40_000, 64 << 20)
+            deep = extract(handle, path, "huge.txt", None, 900_000_000, 40_000, 64 << 20)
         print(json.dumps({{
             "head": head.content[:30], "head_more": head.more, "complete": head.stats.complete,
             "deep_len": len(deep.content), "deep_more": deep.more,

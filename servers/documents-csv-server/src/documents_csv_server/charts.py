@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from gaia_kit import atomic_write
+from gaia_kit.core.quota import make_dirs
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -21,7 +22,7 @@ MAX_HEATMAP_COLUMNS = 20
 
 def draw(profile: Profile, folder: Path) -> list[Path]:
     """Histograms of numeric columns, bars of the commonest values, and a correlation heatmap."""
-    folder.mkdir(parents=True, exist_ok=True)
+    make_dirs(folder)  # beneath the workspace: a link planted on the way is refused, not followed
     written: list[Path] = []
     position = {c.name: i + 1 for i, c in enumerate(profile.columns)}
     numeric = {

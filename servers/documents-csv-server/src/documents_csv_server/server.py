@@ -8,7 +8,7 @@ import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Any
 
 from gaia_kit import KitServer, PathGuard, ToolFailure, page, serve, session_of
@@ -83,19 +83,20 @@ async def extract_csv_content(
     if max_rows is not None and max_rows <= 0:
         raise ToolFailure("max_rows must be a positive number of rows, or omitted to read them all.")
     guard = session_of(ctx).paths
-    path = guard.existing_file(file_path)
-    info = path.stat()
-    request = _Request(
-        str(path), info.st_size, info.st_mtime_ns, str(guard.workspace), output_format, max_rows,
-        include_statistics, generate_visualizations, encoding, delimiter, has_header,
-    )  # fmt: skip
-    # Charts are files that may be gone by the next call, so reports that list them are not cached.
-    answer = None if generate_visualizations else _cached(request)
-    if answer is None:
-        # in a worker under GAIA_CALL_MEMORY_MB: the cache above lives in this process, the parse not
-        answer = await run_bounded(_report, guard, path, file_path, request)
-        if not generate_visualizations:
-            _remember(request, answer)
+    shown = guard.shown(file_path)
+    with guard.local_path(file_path) as path:  # the file opened beneath its root, read by descriptor
+        info = path.stat()
+        request = _Request(
+            f"{shown}\0{info.st_dev}:{info.st_ino}", info.st_size, info.st_mtime_ns, str(guard.workspace),
+            output_format, max_rows, include_statistics, generate_visualizations, encoding, delimiter, has_header,
+        )  # fmt: skip
+        # Charts are files that may be gone by the next call, so reports that list them are not cached.
+        answer = None if generate_visualizations else _cached(request)
+        if answer is None:
+            # in a worker under GAIA_CALL_MEMORY_MB: the cache above lives in this process, the parse not
+            answer = await run_bounded(_report, guard, path, shown, file_path, request)
+            if not generate_visualizations:
+                _remember(request, answer)
     text, data = answer
     return with_data(page(text, start_index, max_length), data)
 
@@ -105,6 +106,7 @@ class _Request:
     """Everything a report depends on: the file's identity and version, and the arguments."""
 
     path: str
+    """The name as the agent gave it and the file's identity (device and inode)."""
     size: int
     mtime_ns: int
     workspace: str
@@ -132,8 +134,12 @@ def _remember(request: _Request, answer: tuple[str, dict[str, Any]]) -> None:
             _cache.popitem(last=False)
 
 
-def _report(guard: PathGuard, path: Path, raw: str, request: _Request) -> tuple[str, dict[str, Any]]:
-    """The report as text in the asked format, and as data (the json format's object)."""
+def _report(
+    guard: PathGuard, path: Path, shown: str, raw: str, request: _Request
+) -> tuple[str, dict[str, Any]]:
+    """The report as text in the asked format, and as data (the json format's object). `path` reads
+    the file; `shown` is its name as the agent sees it."""
+    named = PurePosixPath(shown)
     layout = detect(path, raw, request.encoding, request.delimiter)
     # Charts need the statistics pass even when the report leaves statistics out.
     result = profile(
@@ -141,10 +147,10 @@ def _report(guard: PathGuard, path: Path, raw: str, request: _Request) -> tuple[
     )
     written = []
     if request.visualize:
-        folder = guard.resolve(f"csv_visualizations/{path.stem}", write=True)
+        folder = guard.resolve(f"csv_visualizations/{named.stem}", write=True)
         written = [guard.display(p) for p in charts.draw(result, folder)]
     built = report.build(
-        result, layout, name=path.name, shown=guard.display(path), size=request.size,
+        result, layout, name=named.name, shown=shown, size=request.size,
         max_rows=request.max_rows, charts=written, statistics=request.statistics,
     )  # fmt: skip
     if request.visualize and not written:

@@ -4,6 +4,7 @@ DOCX is read with python-docx; a legacy .doc is first converted to DOCX by headl
 in a subprocess with a deadline (gaia_kit.documents.convert). Images are saved into the session workspace.
 """
 
+from pathlib import PurePosixPath
 from typing import Annotated
 
 from gaia_kit import KitServer, page, serve, session_of
@@ -70,16 +71,19 @@ def extract_docx_content(
     Long content is returned in pages; the result says which start_index reads on.
     """
     guard = session_of(ctx).paths
-    path = guard.existing_file(file_path)
-    with readable_copy(path, file_path, "docx", "legacy Word (.doc)") as (readable, notes):
+    shown = guard.shown(file_path)
+    named = PurePosixPath(shown)
+    with (
+        guard.local_path(file_path) as path,  # the file opened beneath its root, read by descriptor
+        readable_copy(path, file_path, "docx", "legacy Word (.doc)") as (readable, notes),
+    ):
         document = open_document(readable, file_path)
         result = extract(
-            document, guard, path.stem,
+            document, guard, named.stem,
             images=extract_images, tables=extract_tables, headers=extract_headers_footers,
         )  # fmt: skip
-    shown = guard.display(path)
     build = {"markdown": render.as_markdown, "json": render.as_json, "text": render.as_text}[output_format]
-    return page(build(path.name, shown, result, include_structure, notes), start_index, max_length)
+    return page(build(named.name, shown, result, include_structure, notes), start_index, max_length)
 
 
 @server.tool(annotations=hints("List supported document formats", read_only=True, open_world=False))

@@ -9,7 +9,7 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Annotated
 
 from gaia_kit import KitServer, ToolFailure, get_settings, serve, session_of
@@ -58,23 +58,30 @@ def convert_document_to_markdown(
     result names the pages shown and the pages= / start_index= that read on.
     """
     guard = session_of(ctx).paths
-    path = guard.existing_file(file_path)
-    _check_is_pdf(path, file_path)
     first, last = _page_range(pages)
     settings = get_settings()
     limit = min(max_length or settings.max_output_chars, settings.max_output_chars)
-    request = {
-        "path": str(path),
+    shown = guard.shown(file_path)
+    # The worker reads the file this process opened beneath its root, as /proc/<pid>/fd/N.
+    with guard.program_path(file_path) as path:
+        _check_is_pdf(path, file_path)
+        answer = _run_worker(
+            _request(str(path), password, first, last, ocr, start_index + limit + 1), file_path
+        )
+    return _render(answer, PurePosixPath(shown).name, shown, paginate, start_index, limit)
+
+
+def _request(path: str, password: str | None, first: int, last: int | None, ocr: bool, wanted: int) -> dict:
+    return {
+        "path": path,
         "password": password,
         "first": first,
         "last": last,
         "ocr": ocr,
         "ocr_timeout": OCR_PAGE_TIMEOUT_S,
-        "wanted_chars": start_index + limit + 1,
+        "wanted_chars": wanted,
         "max_pages": MAX_PAGES_PER_CALL,
     }
-    answer = _run_worker(request, file_path)
-    return _render(answer, path.name, guard.display(path), paginate, start_index, limit)
 
 
 def _check_is_pdf(path: Path, raw: str) -> None:

@@ -4,6 +4,7 @@ PPTX is read with python-pptx; a legacy .ppt is first converted to PPTX by headl
 a subprocess with a deadline (gaia_kit.documents.convert). Images are saved into the session workspace.
 """
 
+from pathlib import PurePosixPath
 from typing import Annotated
 
 from gaia_kit import KitServer, page, serve, session_of
@@ -67,13 +68,16 @@ def extract_pptx_content(
     Long content is returned in pages; the result says which start_index reads on.
     """
     guard = session_of(ctx).paths
-    path = guard.existing_file(file_path)
-    with readable_copy(path, file_path, "pptx", "legacy PowerPoint (.ppt)") as (readable, notes):
+    shown = guard.shown(file_path)
+    named = PurePosixPath(shown)
+    with (
+        guard.local_path(file_path) as path,  # the file opened beneath its root, read by descriptor
+        readable_copy(path, file_path, "pptx", "legacy PowerPoint (.ppt)") as (readable, notes),
+    ):
         presentation = open_presentation(readable, file_path)
-        result = extract(presentation, guard, path.stem, images=extract_images, notes=extract_notes)
-    shown = guard.display(path)
+        result = extract(presentation, guard, named.stem, images=extract_images, notes=extract_notes)
     build = {"markdown": render.as_markdown, "json": render.as_json, "text": render.as_text}[output_format]
-    return page(build(path.name, shown, result, include_structure, notes), start_index, max_length)
+    return page(build(named.name, shown, result, include_structure, notes), start_index, max_length)
 
 
 @server.tool(annotations=hints("List supported presentation formats", read_only=True, open_world=False))

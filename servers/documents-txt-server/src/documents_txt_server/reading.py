@@ -7,8 +7,10 @@ counted over at most `stats_byte_cap` bytes, and reading stops as soon as both a
 from __future__ import annotations
 
 import codecs
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from gaia_kit import ToolFailure
 from gaia_kit.documents.text import sniff_encoding
@@ -36,10 +38,10 @@ _BY_EXTENSION = {
 _CONTROL_OK = set("\t\n\r\f\v\b\x1b")
 
 
-def choose_encoding(path: Path, raw: str, requested: str | None) -> tuple[str, bool]:
-    """(encoding, detected?) for the file, or a ToolFailure saying it is not text."""
-    with open(path, "rb") as handle:
-        sample = handle.read(SAMPLE_BYTES)
+def choose_encoding(handle: BinaryIO, path: Path, raw: str, requested: str | None) -> tuple[str, bool]:
+    """(encoding, detected?) for the open file named `path`, or a ToolFailure saying it is not text."""
+    handle.seek(0)
+    sample = handle.read(SAMPLE_BYTES)
     if requested:
         try:
             name = codecs.lookup(requested).name
@@ -123,32 +125,33 @@ class Extraction:
 
 
 def extract(
-    path: Path, raw: str, requested: str | None, start: int, limit: int, stats_byte_cap: int
+    handle: BinaryIO, path: Path, raw: str, requested: str | None, start: int, limit: int, stats_byte_cap: int
 ) -> Extraction:
-    """Characters [start, start+limit) and statistics over the first `stats_byte_cap` bytes."""
-    encoding, detected = choose_encoding(path, raw, requested)
+    """Characters [start, start+limit) of the open file named `path` (opened through the path guard),
+    and statistics over the first `stats_byte_cap` bytes."""
+    encoding, detected = choose_encoding(handle, path, raw, requested)
     decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
     stats = Statistics()
     wanted_end = start + limit + 1  # one more than shown, to know whether more follows
     parts: list[str] = []
     position = 0  # characters decoded so far
-    size = path.stat().st_size
-    with open(path, "rb") as handle:
-        while True:
-            chunk = handle.read(CHUNK_BYTES)
-            text = decoder.decode(chunk, final=not chunk)
-            if stats.scanned_bytes < stats_byte_cap:
-                stats.add(text)
-                stats.scanned_bytes += len(chunk)
-            if position + len(text) > start and position < wanted_end:
-                parts.append(text[max(0, start - position) : wanted_end - position])
-            position += len(text)
-            if not chunk:
-                if stats.scanned_bytes >= size:
-                    stats.finish()
-                break
-            if position >= wanted_end and stats.scanned_bytes >= stats_byte_cap:
-                break
+    size = os.fstat(handle.fileno()).st_size
+    handle.seek(0)
+    while True:
+        chunk = handle.read(CHUNK_BYTES)
+        text = decoder.decode(chunk, final=not chunk)
+        if stats.scanned_bytes < stats_byte_cap:
+            stats.add(text)
+            stats.scanned_bytes += len(chunk)
+        if position + len(text) > start and position < wanted_end:
+            parts.append(text[max(0, start - position) : wanted_end - position])
+        position += len(text)
+        if not chunk:
+            if stats.scanned_bytes >= size:
+                stats.finish()
+            break
+        if position >= wanted_end and stats.scanned_bytes >= stats_byte_cap:
+            break
     window = "".join(parts)
     return Extraction(
         encoding=encoding,

@@ -59,10 +59,11 @@ def extract_text_content(
     if max_content_length is not None and max_content_length <= 0:
         raise ToolFailure("max_content_length must be a positive number of characters, or omitted.")
     guard = session_of(ctx).paths
-    path = guard.existing_file(file_path)
+    path = guard.resolve(file_path)  # its name and kind; the content is read from the file opened safely
     settings = get_settings()
     limit = min(max_content_length or settings.max_output_chars, settings.max_output_chars)
-    result = extract(path, file_path, encoding, start_index, limit, settings.max_read_bytes)
+    with guard.open_file(file_path) as handle:
+        result = extract(handle, path, file_path, encoding, start_index, limit, settings.max_read_bytes)
     kind, language = render.content_type(path, result.content[:512] if start_index == 0 else "")
     shown = guard.display(path)
     note = render.paging_note(result, result.stats.characters if result.stats.complete else None)

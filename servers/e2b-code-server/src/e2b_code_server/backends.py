@@ -1,21 +1,26 @@
 """Where code runs: an E2B cloud sandbox per session (with E2B_API_KEY), or the local sandbox.
 
 Both keep one sandbox per session, reused across calls, and release it when the session ends.
+Uploads are read from a file the path guard opened; the local sandbox's folder is written only
+through folders opened beneath the workspace and listed by descriptor, so a link that sandboxed code
+plants in or as `e2b_sandbox/` leads no upload, and no listing, out of the workspace.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import shutil
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import anyio
-from gaia_kit import Session, run_blocking
-from gaia_kit.core.quota import copy_into
+from gaia_kit import Session, ToolFailure, run_blocking
+from gaia_kit.core.quota import copy_into, make_dirs
 from gaia_kit.core.usage import charge, check_budget
 from gaia_kit.execution.sandbox import Limits, run_sandboxed
 
@@ -65,25 +70,27 @@ class LocalBackend:
 
     def _dir(self, session: Session) -> Path:
         folder = session.workspace / SANDBOX_DIR
-        folder.mkdir(exist_ok=True)
+        make_dirs(folder)  # beneath the workspace: a link planted as e2b_sandbox is refused
         self._dirs[session.id] = folder
         return folder
 
-    async def upload(self, session: Session, source: Path) -> str:
-        folder = self._dir(session)
-        target = folder / source.name
-        await run_blocking(copy_into, source, target)  # within the session's disk quota
+    async def upload(self, session: Session, source: BinaryIO, name: str) -> str:
+        folder = await run_blocking(self._dir, session)
+        target = folder / name
+        # Renamed into e2b_sandbox/ opened beneath the workspace, within the session's disk quota: a
+        # link at the name is replaced, one on the way refused.
+        await run_blocking(copy_into, source, target)
         shown = session.paths.display
-        return f"{shown(target)} (code runs in {shown(folder)}: open it as {source.name})"
+        return f"{shown(target)} (code runs in {shown(folder)}: open it as {name})"
 
     async def run(self, session: Session, code: str, language: str) -> RunOutput:
-        folder = self._dir(session)
+        folder = await run_blocking(self._dir, session)
         argv = {
             "python": ["python3", "-c", DRIVER],
             "bash": ["bash", "-s"],
             "js": ["node", "-"],
         }[language]
-        before = _snapshot(folder)
+        before = await run_blocking(_snapshot, session)
         limits = Limits.from_settings()
         outcome = await run_sandboxed(
             argv, workspace=session.workspace, cwd=folder, stdin=code, limits=limits
@@ -93,7 +100,7 @@ class LocalBackend:
             lines = [line for line in outcome.stderr.strip().splitlines() if not line.startswith("[Not kept")]
             detail = lines[-1] if lines and outcome.exit_code == 1 else outcome.status()
             output.error = detail
-        after = _snapshot(folder)
+        after = await run_blocking(_snapshot, session)
         output.files = [
             session.paths.display(folder / name) for name, stamp in after.items() if before.get(name) != stamp
         ]
@@ -112,13 +119,22 @@ class LocalBackend:
         return {**report, "backend": f"local ({report['backend']})"}
 
 
-def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
-    """Every file under the sandbox directory with its size and mtime, to report what a run wrote."""
-    stamps = {}
-    for path in folder.rglob("*"):
-        if path.is_file() and not path.name.startswith(STATE_FILE):
-            stat = path.stat()
-            stamps[str(path.relative_to(folder))] = (stat.st_size, stat.st_mtime_ns)
+def _snapshot(session: Session) -> dict[str, tuple[int, int]]:
+    """Every file under the sandbox directory with its size and mtime, to report what a run wrote.
+    Walked by descriptor from the folder opened beneath the workspace; links are not followed."""
+    stamps: dict[str, tuple[int, int]] = {}
+    try:
+        top = session.paths.open_dir(SANDBOX_DIR, write=True)
+    except ToolFailure:
+        return stamps  # gone, or made a link out of the workspace by the code that ran: nothing to list
+    try:
+        for folder, _, names, fd in os.fwalk(".", dir_fd=top):
+            for name in names:
+                info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                if stat.S_ISREG(info.st_mode) and not name.startswith(STATE_FILE):
+                    stamps[os.path.normpath(os.path.join(folder, name))] = (info.st_size, info.st_mtime_ns)
+    finally:
+        os.close(top)
     return stamps
 
 
@@ -160,11 +176,11 @@ class E2BBackend:
         box.last_used = time.monotonic()
         return box
 
-    async def upload(self, session: Session, source: Path) -> str:
+    async def upload(self, session: Session, source: BinaryIO, name: str) -> str:
         check_budget(self.name)
         box = await self._box(session)
-        target = f"{E2B_HOME}/{source.name}"
-        data = await run_blocking(source.read_bytes)
+        target = f"{E2B_HOME}/{name}"
+        data = await run_blocking(source.read)
         async with box.lock:
             await run_blocking(lambda: box.sandbox.files.write(target, data))
         charge(self.name, bytes=len(data))

@@ -7,9 +7,10 @@ E2B_IDLE_TIMEOUT (seconds, default 600) kills a session's sandbox after that lon
 """
 
 import os
+from pathlib import PurePosixPath
 from typing import Annotated, Literal
 
-from gaia_kit import KitServer, ToolFailure, serve, session_of
+from gaia_kit import KitServer, ToolFailure, run_blocking, serve, session_of
 from gaia_kit.core.hints import hints
 from mcp.server.mcpserver import Context
 from pydantic import Field
@@ -50,8 +51,9 @@ async def e2b_upload_file(
     gives the path to open it by in e2b_run_code, and the sandbox_id.
     """
     session = session_of(ctx)
-    source = session.paths.existing_file(path)
-    target = await backend.upload(session, source)
+    name = PurePosixPath(session.paths.shown(path)).name
+    with await run_blocking(session.paths.open_file, path) as source:
+        target = await backend.upload(session, source, name)
     return f"Uploaded {path} to {target} (sandbox_id: {backend.sandbox_id(session)}). Open it there in e2b_run_code."
 
 

@@ -4,6 +4,11 @@ Reads open the file in openpyxl's read_only mode (rows are streamed from the zip
 flat for any size). Edits load the whole workbook, so they are refused above a size limit.
 Saves go to a temporary file in the same directory that is then renamed over the original:
 a crash or a kill mid-save leaves the previous file whole.
+
+Workbooks are read from files the path guard opened (openpyxl gets /proc/self/fd/N of one), never
+by a name that sandboxed code could turn into a link meanwhile; a legacy .xls goes to LibreOffice as
+a private copy; the converted copies are written into excel_converted/ through folders opened
+beneath the workspace, and read back the same way.
 """
 
 from __future__ import annotations
@@ -16,15 +21,18 @@ import io
 import math
 import os
 import re
+import shutil
 import tempfile
 import zipfile
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO, NamedTuple
 from xml.etree.ElementTree import ParseError
 
 from gaia_kit import PathGuard, ToolFailure
-from gaia_kit.core.limits import check_package, open_line_limited
-from gaia_kit.core.quota import place, scratch, staged
+from gaia_kit.core.limits import check_package, line_limited
+from gaia_kit.core.openat import fd_path
+from gaia_kit.core.quota import make_dirs, place, scratch, staged
 from gaia_kit.documents.text import sniff_encoding
 from openpyxl import Workbook, load_workbook
 from openpyxl.utils.cell import range_boundaries
@@ -74,10 +82,10 @@ def max_edit_bytes() -> int:
     return int(float(os.environ.get("GAIA_EXCEL_MAX_EDIT_MB", "40")) * 1024 * 1024)
 
 
-def kind_of(path: Path) -> str:
-    """What the bytes say the file is: xlsx (a zip), xls, encrypted, text, empty or unknown."""
-    with path.open("rb") as handle:
-        head = handle.read(1 << 20)
+def kind_of(handle: BinaryIO) -> str:
+    """What the bytes say the open file is: xlsx (a zip), xls, encrypted, text, empty or unknown."""
+    handle.seek(0)
+    head = handle.read(1 << 20)
     if not head:
         return "empty"
     if head.startswith(b"PK\x03\x04"):
@@ -90,11 +98,30 @@ def kind_of(path: Path) -> str:
     return "unknown"
 
 
-def readable(guard: PathGuard, raw: str) -> Path:
-    """The xlsx to read for `raw`: the file itself, or its conversion in the workspace."""
-    path = guard.existing_file(raw)
-    kind = kind_of(path)
-    suffix = path.suffix.lower()
+class Workfile(NamedTuple):
+    path: Path
+    """/proc/self/fd/N of the xlsx opened through the path guard, valid inside the `with` block."""
+    converted: str | None
+    """The converted copy's name as the agent sees it, when `raw` was not an xlsx itself."""
+
+
+@contextlib.contextmanager
+def readable(guard: PathGuard, raw: str) -> Iterator[Workfile]:
+    """The xlsx to read for `raw`, open: the file itself, or its conversion in the workspace."""
+    with guard.open_file(raw) as handle:
+        converted = _xlsx_for(guard, handle, raw)
+        if converted is None:
+            yield Workfile(fd_path(handle.fileno()), None)
+            return
+    with guard.open_file(converted) as copy:
+        yield Workfile(fd_path(copy.fileno()), converted)
+
+
+def _xlsx_for(guard: PathGuard, handle: BinaryIO, raw: str) -> str | None:
+    """None when the open file is an xlsx; else the converted copy's path (made if missing or stale)."""
+    kind = kind_of(handle)
+    name = PurePosixPath(guard.shown(raw))
+    suffix = name.suffix.lower()
     if kind == "empty":
         raise ToolFailure(f"{raw} is empty (0 bytes); it holds no workbook.")
     if kind == "encrypted":
@@ -102,11 +129,11 @@ def readable(guard: PathGuard, raw: str) -> Path:
             f"{raw} is password-protected; remove the password (in Excel or LibreOffice) and try again."
         )
     if kind == "xlsx":
-        return path
+        return None
     if kind == "xls":
-        return _converted(guard, path, raw, _xls_to_xlsx)
+        return _converted(guard, handle, name, raw, _xls_to_xlsx)
     if kind == "text" and suffix in (".csv", ".tsv", ".txt"):
-        return _converted(guard, path, raw, _csv_to_xlsx)
+        return _converted(guard, handle, name, raw, _csv_to_xlsx)
     if kind == "text":
         raise ToolFailure(
             f"{raw} is not an Excel workbook: it holds plain text; if it is CSV, rename it to .csv to read it."
@@ -119,15 +146,15 @@ def open_for_read(path: Path, raw: str, *, data_only: bool = True):
     return _load(path, raw, read_only=True, data_only=data_only)
 
 
-def open_full(path: Path, raw: str, *, data_only: bool = False):
-    """The whole workbook in memory, for edits and for evaluating formulas."""
+def open_full(path: Path, raw: str, *, data_only: bool = False, vba: bool = False):
+    """The whole workbook in memory, for edits and for evaluating formulas (`vba`: keep macros)."""
     size = path.stat().st_size
     if size > max_edit_bytes():
         raise ToolFailure(
             f"{raw} is {size / 1e6:.0f} MB, too large to load whole (limit {max_edit_bytes() / 1e6:.0f} MB, "
             "set GAIA_EXCEL_MAX_EDIT_MB); read it with read_data_from_excel, which streams."
         )
-    book = _load(path, raw, read_only=False, data_only=data_only)
+    book = _load(path, raw, read_only=False, data_only=data_only, vba=vba)
     _check_used_ranges(book, raw)
     return book
 
@@ -149,12 +176,25 @@ def _streamed_part(name: str) -> bool:
     return name.startswith("xl/worksheets/") and name.endswith(".xml")
 
 
-def _load(path: Path, raw: str, *, read_only: bool, data_only: bool):
+def _load(path: Path, raw: str, *, read_only: bool, data_only: bool, vba: bool = False):
+    # A file object, not the name: openpyxl judges a name by its extension, and /proc/self/fd/N
+    # has none. Opened anew each time, so two workbooks on one file never share an offset; a
+    # read_only workbook keeps it open until the workbook goes.
     check_package(path, raw, streamed=_streamed_part if read_only else lambda name: False)
+    handle = open(path, "rb")  # noqa: SIM115
     try:
-        return load_workbook(
-            path, read_only=read_only, data_only=data_only, keep_vba=path.suffix.lower() in (".xlsm", ".xltm")
-        )
+        book = _parse(handle, raw, read_only=read_only, data_only=data_only, vba=vba)
+    except BaseException:
+        handle.close()
+        raise
+    if not read_only:
+        handle.close()
+    return book
+
+
+def _parse(handle: BinaryIO, raw: str, *, read_only: bool, data_only: bool, vba: bool):
+    try:
+        return load_workbook(handle, read_only=read_only, data_only=data_only, keep_vba=vba)
     except zipfile.BadZipFile:
         raise ToolFailure(
             f"{raw} is corrupt or truncated: it is not a readable xlsx (zip) archive."
@@ -193,8 +233,8 @@ def editing(guard: PathGuard, raw: str, *, create: bool = False) -> Iterator[Wor
         raise ToolFailure(f"{raw} does not end in .xlsx or .xlsm; name the workbook with one of those.")
     with workbook_lock(path):
         if path.exists():
-            readable(guard, raw)  # a clear error for corrupt, encrypted or mislabelled files
-            book = open_full(path, raw)
+            with readable(guard, raw) as found:  # a clear error for corrupt, encrypted or mislabelled files
+                book = open_full(found.path, raw, vba=suffix in (".xlsm", ".xltm"))
         elif create:
             if not path.parent.is_dir():
                 raise ToolFailure(f"The folder of {raw} does not exist; create it first.")
@@ -235,43 +275,67 @@ def save_atomically(book: Workbook, path: Path) -> None:
 # ----------------------------------------------------------------------------- conversions
 
 
-def _converted(guard: PathGuard, source: Path, raw: str, convert) -> Path:
-    """Convert once per source version into the workspace; later reads reuse the copy."""
-    digest = hashlib.sha256(str(source).encode()).hexdigest()[:8]
-    target = guard.workspace / CONVERTED_DIR / f"{source.stem[:80]}-{digest}.xlsx"
-    if target.exists() and target.stat().st_mtime_ns >= source.stat().st_mtime_ns:
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
+def _converted(guard: PathGuard, source: BinaryIO, name: PurePosixPath, raw: str, convert) -> str:
+    """Convert once per source version into the workspace; later reads reuse the copy. Returns the
+    copy's path as the agent names it."""
+    digest = hashlib.sha256(str(name).encode()).hexdigest()[:8]
+    shown = f"{CONVERTED_DIR}/{name.stem[:80]}-{digest}.xlsx"
+    target = guard.workspace / shown
+    changed = os.fstat(source.fileno()).st_mtime_ns
+    if _fresh(guard, shown, changed):
+        return shown
+    make_dirs(target.parent)  # beneath the workspace: a link planted as excel_converted is refused
     with workbook_lock(target):
         # Another call may have converted it while this one waited for the lock.
-        if not (target.exists() and target.stat().st_mtime_ns >= source.stat().st_mtime_ns):
-            convert(source, target, raw)
-    return target
+        if not _fresh(guard, shown, changed):
+            convert(source, name, target, raw)
+    return shown
 
 
-def _xls_to_xlsx(source: Path, target: Path, raw: str) -> None:
+def _fresh(guard: PathGuard, shown: str, changed: int) -> bool:
+    """Whether the converted copy exists, beneath the workspace, and is newer than its source."""
+    try:
+        fd = guard.open_fd(shown, os.O_PATH, write=True)
+    except ToolFailure:
+        return False
+    try:
+        return os.fstat(fd).st_mtime_ns >= changed
+    finally:
+        os.close(fd)
+
+
+def _xls_to_xlsx(source: BinaryIO, name: PurePosixPath, target: Path, raw: str) -> None:
     from gaia_kit.documents.convert import convert_with_libreoffice
 
     with scratch(target, prefix=".convert-") as out:
-        produced = convert_with_libreoffice(source, "xlsx", out, CONVERT_TIMEOUT)
+        # LibreOffice gets a private copy, not a name in the workspace that could become a link.
+        private = out / "in" / f"{name.stem[:80] or 'book'}.xls"
+        private.parent.mkdir()
+        source.seek(0)
+        with open(private, "wb") as copy:
+            shutil.copyfileobj(source, copy)
+        produced = convert_with_libreoffice(private, "xlsx", out, CONVERT_TIMEOUT)
         place(produced, target)
 
 
-def _csv_to_xlsx(source: Path, target: Path, raw: str) -> None:
+def _csv_to_xlsx(source: BinaryIO, name: PurePosixPath, target: Path, raw: str) -> None:
     """Stream the CSV into a write_only workbook; numbers become numbers."""
-    with source.open("rb") as handle:
-        sample = handle.read(65536)
+    source.seek(0)
+    sample = source.read(65536)
     encoding = sniff_encoding(sample) or "utf-8"
     text = sample.decode(encoding, errors="replace")
     try:
         dialect = csv.Sniffer().sniff(text[:16384], delimiters=",;\t|")
         delimiter = dialect.delimiter
     except csv.Error:
-        delimiter = "\t" if source.suffix.lower() == ".tsv" else ","
+        delimiter = "\t" if name.suffix.lower() == ".tsv" else ","
     book = Workbook(write_only=True)
-    sheet = book.create_sheet(title=_sheet_title(source.stem))
-    lines = open_line_limited(source, raw)
-    with io.TextIOWrapper(lines, encoding=encoding, errors="replace", newline="") as handle:
+    sheet = book.create_sheet(title=_sheet_title(name.stem))
+    source.seek(0)
+    # the caller closes the file too; closing it twice is harmless
+    with io.TextIOWrapper(
+        line_limited(source, raw), encoding=encoding, errors="replace", newline=""
+    ) as handle:
         for row in csv.reader(handle, delimiter=delimiter):
             sheet.append([_typed(value) for value in row])
     save_atomically(book, target)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 from xml.etree.ElementTree import fromstring
 
@@ -44,6 +44,7 @@ def read_cells(
     include_formulas: bool,
     max_rows: int | None,
     layout: str = "cells",
+    converted: str | None = None,
 ) -> dict[str, Any]:
     """The cells of a range, page by page. layout "cells" (the reference format): one object per
     cell; "rows": one array per row, about a quarter of the characters (see docs/tools.md)."""
@@ -116,8 +117,8 @@ def read_cells(
             "Empty cells are left out. Values are computed values; formulas are shown when "
             "include_formulas=true."
         ]
-    if path.name != Path(raw).name:
-        notes.append(f"{raw} was converted to {path.name} in the workspace to be read.")
+    if converted:
+        notes.append(f"{raw} was converted to {PurePosixPath(converted).name} in the workspace to be read.")
     if uncomputed and layout != "rows":  # rows: the not_computed map says it
         notes.append(
             f"{uncomputed} formula cell(s) have no saved value and could not be computed here "
@@ -346,8 +347,8 @@ def _validation(element: Any) -> dict[str, Any]:
     return rule
 
 
-def metadata(path: Path, raw: str, include_ranges: bool, shown: str) -> str:
-    """`shown`: how the agent names `path` (a converted copy of `raw` in the workspace, or `raw` itself)."""
+def metadata(path: Path, raw: str, include_ranges: bool, converted: str | None) -> str:
+    """`converted`: how the agent names the converted copy of `raw` that `path` opens, if one was made."""
     book = files.open_for_read(path, raw)
     try:
         sheets = []
@@ -367,6 +368,6 @@ def metadata(path: Path, raw: str, include_ranges: bool, shown: str) -> str:
         result["chart_sheets"] = chartsheets
     if names:
         result["defined_names"] = names
-    if path.name != Path(raw).name:
-        result["converted_copy"] = shown
+    if converted:
+        result["converted_copy"] = converted
     return json.dumps(result, ensure_ascii=False, indent=1)

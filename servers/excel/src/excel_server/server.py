@@ -100,20 +100,22 @@ def validate_formula_syntax(
 ) -> str:
     """Validate Excel formula syntax without applying it. Also says what value it would compute."""
     row, col = cells.cell(cell)
-    path = files.readable(session_of(ctx).paths, filepath)
-    book = files.open_for_read(path, filepath)
-    try:
-        cells.sheet(book, sheet_name)
-        names = list(book.sheetnames)
-    finally:
-        book.close()
-    formulas.check(formula, names)
-    text = "=" + formula.strip().lstrip("=")
-    try:
-        engine = evaluator(files.open_full(path, filepath), files.open_full(path, filepath, data_only=True))
-        value, reason = compute(engine, sheet_name, formula=text, row=row, col=col)
-    except ToolFailure as exc:
-        value, reason = None, str(exc)
+    with files.readable(session_of(ctx).paths, filepath) as found:
+        book = files.open_for_read(found.path, filepath)
+        try:
+            cells.sheet(book, sheet_name)
+            names = list(book.sheetnames)
+        finally:
+            book.close()
+        formulas.check(formula, names)
+        text = "=" + formula.strip().lstrip("=")
+        try:
+            engine = evaluator(
+                files.open_full(found.path, filepath), files.open_full(found.path, filepath, data_only=True)
+            )
+            value, reason = compute(engine, sheet_name, formula=text, row=row, col=col)
+        except ToolFailure as exc:
+            value, reason = None, str(exc)
     return (
         f"{text} is valid for {sheet_name}!{cells.range_text(row, col, row, col)}; {describe(value, reason)}."
     )
@@ -166,12 +168,13 @@ def read_data_from_excel(
     and validation info (if any). Large sheets come in pages: the answer names next_start_cell.
     """
     guard = session_of(ctx).paths
-    path = files.readable(guard, filepath)
     layout = layout or reading.default_layout()
-    result = reading.read_cells(
-        path, filepath, sheet_name, start_cell, end_cell, preview_only, include_formulas, max_rows, layout
-    )
-    reading.attach_validations(result, path, filepath, sheet_name)
+    with files.readable(guard, filepath) as found:
+        result = reading.read_cells(
+            found.path, filepath, sheet_name, start_cell, end_cell, preview_only, include_formulas, max_rows,
+            layout, found.converted,
+        )  # fmt: skip
+        reading.attach_validations(result, found.path, filepath, sheet_name)
     text = reading.as_json(result)
     return with_data(text, json.loads(text))
 
@@ -188,16 +191,16 @@ def get_workbook_metadata(
 ) -> CallToolResult:
     """Get metadata about workbook including sheets, ranges, etc."""
     guard = session_of(ctx).paths
-    path = files.readable(guard, filepath)
-    text = reading.metadata(path, filepath, include_ranges, guard.display(path))
+    with files.readable(guard, filepath) as found:
+        text = reading.metadata(found.path, filepath, include_ranges, found.converted)
     return with_data(text, json.loads(text))
 
 
 @server.tool(annotations=hints("Get merged cells", read_only=True, open_world=False), output=MergedCells)
 def get_merged_cells(filepath: FilePath, sheet_name: SheetName, ctx: Context) -> CallToolResult:
     """Get merged cells in a worksheet."""
-    path = files.readable(session_of(ctx).paths, filepath)
-    merged = reading.sheet_extras(path, filepath, sheet_name)["merged"]
+    with files.readable(session_of(ctx).paths, filepath) as found:
+        merged = reading.sheet_extras(found.path, filepath, sheet_name)["merged"]
     data = MergedCells(sheet_name=sheet_name, merged_ranges=merged)
     if not merged:
         return with_data(f"Sheet '{sheet_name}' has no merged cells.", data)
@@ -219,8 +222,8 @@ def get_data_validation_info(filepath: FilePath, sheet_name: SheetName, ctx: Con
     Returns:
         JSON string containing all validation rules in the worksheet
     """
-    path = files.readable(session_of(ctx).paths, filepath)
-    rules = reading.sheet_extras(path, filepath, sheet_name)["validations"]
+    with files.readable(session_of(ctx).paths, filepath) as found:
+        rules = reading.sheet_extras(found.path, filepath, sheet_name)["validations"]
     data = {"sheet_name": sheet_name, "validation_rules": rules}
     if not rules:
         return with_data(f"Sheet '{sheet_name}' has no data validation rules.", data)
@@ -238,18 +241,19 @@ def validate_excel_range(
 ) -> CallToolResult:
     """Validate if a range exists and is properly formatted."""
     area = cells.area(start_cell, end_cell)
-    path = files.readable(session_of(ctx).paths, filepath)
-    book = files.open_for_read(path, filepath)
-    try:
-        sheet = cells.sheet(book, sheet_name)
-        used = reading._dimension(sheet)  # the size the file declares, read from its head
-        if used is None:
-            sheet.calculate_dimension(force=True)  # none declared: count the rows
-            used = reading._dimension(sheet)
-    finally:
-        book.close()
+    with files.readable(session_of(ctx).paths, filepath) as found:
+        book = files.open_for_read(found.path, filepath)
+        try:
+            sheet = cells.sheet(book, sheet_name)
+            used = reading._dimension(sheet)  # the size the file declares, read from its head
+            if used is None:
+                sheet.calculate_dimension(force=True)  # none declared: count the rows
+                used = reading._dimension(sheet)
+        finally:
+            book.close()
+        empty = used == "A1:A1" and not _has_data(found.path, filepath, sheet_name)
     text = cells.range_text(*area)
-    if used is None or used == "A1:A1" and not _has_data(path, filepath, sheet_name):
+    if used is None or empty:
         return with_data(
             f"Range {text} is valid, but sheet '{sheet_name}' holds no data yet.",
             RangeCheck(range=text, valid=True, data_range=None, inside_data=False),

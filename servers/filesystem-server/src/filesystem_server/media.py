@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import mimetypes
-from pathlib import Path
+from pathlib import PurePosixPath
 
 _EXTENSIONS = {
     ".png": "image/png",
@@ -54,12 +54,15 @@ def _sniff(head: bytes) -> str | None:
     return None
 
 
-def media_type(path: Path) -> str:
-    """The MIME type of `path`, trusting the content over the name when the content is recognised."""
-    with open(path, "rb") as handle:
-        head = handle.read(16)
+def media_type(name: str, head: bytes) -> str:
+    """The MIME type of a file called `name` that starts with `head` (16 bytes are enough), trusting
+    the content over the name when the content is recognised."""
     sniffed = _sniff(head)
     if sniffed:
         return sniffed
-    suffix = path.suffix.lower()
-    return _EXTENSIONS.get(suffix) or mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+    path = PurePosixPath(name)
+    return (
+        _EXTENSIONS.get(path.suffix.lower())
+        or mimetypes.guess_type(path.name)[0]
+        or "application/octet-stream"
+    )

@@ -1,17 +1,22 @@
 """filesystem-server: read, write, edit, list and search files in the session workspace.
 
 Every path goes through the session's guard: the workspace is read-write, the GAIA dataset is
-read-only, nothing else exists. Reads are windowed, listings and searches bounded, writes atomic.
+read-only, nothing else exists. Files and directories are opened beneath their root with no link
+followed out of it (the guard's open_file and open_dir), and writes are renamed into folders opened
+the same way, so a link swapped in by sandboxed code between a check and an open leads nowhere.
+Reads are windowed, listings and searches bounded, writes atomic.
 """
 
 import base64
+import contextlib
+import errno
 import json
 import os
-import shutil
 import stat as stat_module
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, BinaryIO, Literal
 
 from gaia_kit import (
     KitServer,
@@ -20,7 +25,6 @@ from gaia_kit import (
     atomic_write,
     get_settings,
     page,
-    regular_file,
     serve,
     session_of,
     truncate,
@@ -28,6 +32,7 @@ from gaia_kit import (
 from gaia_kit.core.args import MaxLength
 from gaia_kit.core.errors import describe_exception
 from gaia_kit.core.hints import hints
+from gaia_kit.core.openat import parent_beneath
 from gaia_kit.core.quota import make_dirs
 from gaia_kit.core.results import with_data
 from mcp.server.mcpserver import Context
@@ -134,22 +139,23 @@ server.add_tool(
 def read_media_file(path: PathArg, ctx: Context) -> list[ImageContent | AudioContent]:
     """Read an image or audio file. Returns the base64 encoded data and MIME type. Only works within
     allowed directories."""
-    target = _existing_file(session_of(ctx).paths, path)
-    mime = media_type(target)
-    if not mime.startswith(("image/", "audio/")):
-        raise ToolFailure(
-            f"{path} is {mime}, not an image or audio file; read text with read_text_file, and documents "
-            "(PDF, DOCX, XLSX, ...) with the document server for their format."
-        )
-    size = target.stat().st_size
-    # Sent whole as base64: LLM APIs refuse much larger inline media anyway.
-    cap = min(get_settings().max_media_bytes, get_settings().max_read_bytes)
-    if size > cap:
-        raise ToolFailure(
-            f"{path} is {walk.format_size(size)}, over the {walk.format_size(cap)} limit for inline media; "
-            "use the media-image-server or media-audio-server tools, which work on the file in place."
-        )
-    data = base64.b64encode(target.read_bytes()).decode("ascii")
+    with session_of(ctx).paths.open_file(path) as handle:
+        mime = media_type(path, handle.read(16))
+        if not mime.startswith(("image/", "audio/")):
+            raise ToolFailure(
+                f"{path} is {mime}, not an image or audio file; read text with read_text_file, and documents "
+                "(PDF, DOCX, XLSX, ...) with the document server for their format."
+            )
+        size = os.fstat(handle.fileno()).st_size
+        # Sent whole as base64: LLM APIs refuse much larger inline media anyway.
+        cap = min(get_settings().max_media_bytes, get_settings().max_read_bytes)
+        if size > cap:
+            raise ToolFailure(
+                f"{path} is {walk.format_size(size)}, over the {walk.format_size(cap)} limit for inline media; "
+                "use the media-image-server or media-audio-server tools, which work on the file in place."
+            )
+        handle.seek(0)
+        data = base64.b64encode(handle.read(cap + 1)).decode("ascii")
     if mime.startswith("image/"):
         return [ImageContent(type="image", data=data, mime_type=mime)]
     return [AudioContent(type="audio", data=data, mime_type=mime)]
@@ -173,9 +179,9 @@ def read_multiple_files(
     results = []
     for raw in paths:
         try:
-            target = _existing_file(guard, raw)
-            encoding = textio.detect_encoding(target, raw)
-            text, more = textio.read_window(target, encoding, 0, share)
+            with guard.open_file(raw) as handle:
+                encoding = textio.detect_encoding(handle, raw)
+                text, more = textio.read_window(handle, encoding, 0, share)
             if more:
                 text += (
                     f"\n[File cut at {len(text)} characters; read on with "
@@ -219,12 +225,14 @@ def edit_file(
     (if the exact text is not found, lines are matched ignoring indentation). Returns a git-style diff
     showing the changes made. Only works within allowed directories."""
     guard = session_of(ctx).paths
-    target = _existing_file(guard, path, write=True)
     limit = get_settings().max_read_bytes
-    if target.stat().st_size > limit:
-        raise ToolFailure(f"{path} is larger than {walk.format_size(limit)}, too large to edit in place.")
-    encoding = textio.detect_encoding(target, path)
-    raw = target.read_bytes()
+    with guard.open_file(path, write=True) as handle:
+        if os.fstat(handle.fileno()).st_size > limit:
+            raise ToolFailure(f"{path} is larger than {walk.format_size(limit)}, too large to edit in place.")
+        encoding = textio.detect_encoding(handle, path)
+        handle.seek(0)
+        raw = handle.read(limit + 1)
+    target = guard.resolve(path, write=True)  # where the result is placed (renamed in, beneath the workspace)
     try:
         original = raw.decode(encoding)
     except UnicodeDecodeError as exc:
@@ -266,13 +274,13 @@ def list_directory(path: PathArg, ctx: Context, start_index: StartIndex = 0) -> 
     distinguish between files and directories with [FILE] and [DIR] prefixes. This tool is essential for
     understanding directory structure and finding specific files within a directory. Only works within
     allowed directories."""
-    directory = _existing_dir(session_of(ctx).paths, path)
-    entries, more = walk.scan(directory, walk.MAX_LIST_ENTRIES)
-    lines = [f"{'[DIR]' if walk.is_dir(e) else '[FILE]'} {e.name}" for e in entries]
+    with _open_dir(session_of(ctx).paths, path) as directory:
+        entries, more = walk.scan(directory, walk.MAX_LIST_ENTRIES)
+        lines = [f"{'[DIR]' if walk.is_dir(e) else '[FILE]'} {e.name}" for e in entries]
+        found = [Entry(name=e.name, type="directory" if walk.is_dir(e) else "file") for e in entries]
     if more:
         lines.append(_listing_cut_note())
     text = page("\n".join(lines) if lines else f"{path} is empty.", start_index)
-    found = [Entry(name=e.name, type="directory" if walk.is_dir(e) else "file") for e in entries]
     return with_data(text, Listing(entries=found, truncated=more))
 
 
@@ -287,16 +295,16 @@ def list_directory_with_sizes(
     clearly distinguish between files and directories with [FILE] and [DIR] prefixes. This tool is
     useful for understanding directory structure and finding specific files within a directory. Only
     works within allowed directories."""
-    directory = _existing_dir(session_of(ctx).paths, path)
-    entries, more = walk.scan(directory, walk.MAX_LIST_ENTRIES)
     rows = []
-    for entry in entries:
-        folder = walk.is_dir(entry)
-        try:
-            size = 0 if folder else entry.stat().st_size
-        except OSError:
-            size = 0
-        rows.append((entry.name, folder, size))
+    with _open_dir(session_of(ctx).paths, path) as directory:
+        entries, more = walk.scan(directory, walk.MAX_LIST_ENTRIES)
+        for entry in entries:
+            folder = walk.is_dir(entry)
+            try:
+                size = 0 if folder else entry.stat().st_size
+            except OSError:
+                size = 0
+            rows.append((entry.name, folder, size))
     if sortBy == "size":
         rows.sort(key=lambda row: row[2], reverse=True)
     lines = [
@@ -331,8 +339,8 @@ def directory_tree(
     directories always have a children array (which may be empty). The output is formatted with 2-space
     indentation for readability. Large trees are cut breadth-first: a directory whose contents were not
     listed carries "truncated": true. Only works within allowed directories."""
-    directory = _existing_dir(session_of(ctx).paths, path)
-    result = walk.tree(directory, excludePatterns, max_depth)
+    with _open_dir(session_of(ctx).paths, path) as directory:
+        result = walk.tree(directory, excludePatterns, max_depth)
     text = json.dumps(result.children, indent=2, ensure_ascii=False)
     if result.cut:
         text += (
@@ -357,14 +365,31 @@ def move_file(
     destination must be within allowed directories (and outside the read-only dataset)."""
     guard = session_of(ctx).paths
     origin, target = _unfollowed(guard, source), _unfollowed(guard, destination)
-    if not os.path.lexists(origin):
-        raise ToolFailure(f"{source} does not exist; list its directory to see what is there.")
-    if os.path.lexists(target):
-        raise ToolFailure(f"Destination already exists: {destination}. Choose another name or move it first.")
-    if origin.is_dir() and not origin.is_symlink() and target.is_relative_to(origin):
+    if target.is_relative_to(origin):
         raise ToolFailure(f"Cannot move {source} into itself.")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.move(origin, target)
+    workspace = guard.workspace
+    try:
+        with (
+            parent_beneath(workspace, origin.relative_to(workspace).as_posix(), create=False) as (src, name),
+            parent_beneath(workspace, target.relative_to(workspace).as_posix()) as (dst, new_name),
+        ):
+            if not _entry_exists(src, name):
+                raise ToolFailure(f"{source} does not exist; list its directory to see what is there.")
+            if _entry_exists(dst, new_name):
+                raise ToolFailure(
+                    f"Destination already exists: {destination}. Choose another name or move it first."
+                )
+            # rename(2) moves the entry itself: a link is moved, not followed.
+            os.rename(name, new_name, src_dir_fd=src, dst_dir_fd=dst)
+    except FileNotFoundError:
+        raise ToolFailure(f"{source} does not exist; list its directory to see what is there.") from None
+    except OSError as exc:
+        if exc.errno in (errno.EXDEV, errno.ELOOP, errno.ENOTDIR):
+            raise ToolFailure(
+                f"Cannot move {source} to {destination}: a folder on the way is a link out of the "
+                "workspace, or a file. Use paths inside the workspace."
+            ) from None
+        raise
     return f"Successfully moved {source} to {destination}"
 
 
@@ -384,11 +409,12 @@ def search_files(
     if not pattern.strip():
         raise ToolFailure("pattern is empty; pass part of a file name or a glob such as *.pdf.")
     guard = session_of(ctx).paths
-    result = walk.search(_existing_dir(guard, path), pattern, excludePatterns)
-    text = "\n".join(guard.display(found) for found in result.paths) or "No matches found"
+    with _open_dir(guard, path) as directory:
+        result = walk.search(directory, pattern, excludePatterns)
+    shown = [guard.shown(os.path.join(path, found)) for found in result.paths]
+    text = "\n".join(shown) or "No matches found"
     if result.stopped:
         text += f"\n\n[Search cut short: {result.stopped}. Search a subdirectory or use a narrower pattern.]"
-    shown = [guard.display(found) for found in result.paths]
     return with_data(page(text, start_index), Matches(paths=shown, stopped=result.stopped or None))
 
 
@@ -399,14 +425,27 @@ def get_file_info(path: PathArg, ctx: Context) -> CallToolResult:
     understanding file characteristics without reading the actual content. Only works within allowed
     directories."""
     guard = session_of(ctx).paths
-    target = guard.resolve(path)
-    if not target.exists():
-        raise ToolFailure(f"{path} does not exist; list its directory to see what is there.")
-    info = target.stat()
+    root, _ = guard.locate(path)
+    fd = guard.open_fd(path, os.O_PATH)  # stat without opening: a FIFO would block an open for reading
+    try:
+        info = os.fstat(fd)
+        head = b""
+        if stat_module.S_ISREG(info.st_mode):
+            with open(os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC), "rb") as handle:
+                head = handle.read(16)
+    finally:
+        os.close(fd)
+    writable = root == guard.workspace
     birth = getattr(info, "st_birthtime", None)
-    kind = "directory" if target.is_dir() else "file" if target.is_file() else "other"
+    kind = (
+        "directory"
+        if stat_module.S_ISDIR(info.st_mode)
+        else "file"
+        if stat_module.S_ISREG(info.st_mode)
+        else "other"
+    )
     lines = {
-        "path": guard.display(target),
+        "path": guard.shown(path),
         "type": kind,
         "size": f"{info.st_size} ({walk.format_size(info.st_size)})",
         "created": _when(birth) if birth else "not recorded by this filesystem (see changed)",
@@ -416,14 +455,14 @@ def get_file_info(path: PathArg, ctx: Context) -> CallToolResult:
         "isDirectory": str(kind == "directory").lower(),
         "isFile": str(kind == "file").lower(),
         "permissions": oct(stat_module.S_IMODE(info.st_mode))[-3:],
-        "writable": str(target.is_relative_to(guard.workspace)).lower(),
+        "writable": str(writable).lower(),
     }
     if kind == "file":
-        lines["mimeType"] = media_type(target)
+        lines["mimeType"] = media_type(path, head)
     data = FileInfo(
         path=lines["path"], type=kind, size=info.st_size, created=_when(birth) if birth else None,
         modified=_when(info.st_mtime), accessed=_when(info.st_atime), changed=_when(info.st_ctime),
-        permissions=lines["permissions"], writable=target.is_relative_to(guard.workspace),
+        permissions=lines["permissions"], writable=writable,
         mimeType=lines.get("mimeType"),
     )  # fmt: skip
     return with_data("\n".join(f"{key}: {value}" for key, value in lines.items()), data)
@@ -452,13 +491,19 @@ def _read_text(
 ) -> str:
     if head and tail:
         raise ToolFailure("Cannot specify both head and tail parameters simultaneously; pass one of them.")
-    target = _existing_file(guard, raw)
-    encoding = textio.detect_encoding(target, raw)
+    with guard.open_file(raw) as handle:
+        return _read_open_text(handle, raw, head, tail, start, max_length)
+
+
+def _read_open_text(
+    handle: BinaryIO, raw: str, head: float | None, tail: float | None, start: int, max_length: int | None
+) -> str:
+    encoding = textio.detect_encoding(handle, raw)
     settings = get_settings()
     if head or tail:
         count = _line_count(head or tail, "head" if head else "tail")
         reader = textio.head_lines if head else textio.tail_lines
-        text, capped = reader(target, encoding, count, settings.max_read_bytes)
+        text, capped = reader(handle, encoding, count, settings.max_read_bytes)
         if capped:
             text += (
                 f"\n\n[Stopped after {walk.format_size(settings.max_read_bytes)}: the lines are very long. "
@@ -466,15 +511,16 @@ def _read_text(
             )
         return page(text, start, max_length) if text else f"[No lines: {raw} is empty.]"
     limit = min(max_length or settings.max_output_chars, settings.max_output_chars)
-    text, more = textio.read_window(target, encoding, start, limit)
+    text, more = textio.read_window(handle, encoding, start, limit)
+    size = os.fstat(handle.fileno()).st_size
     if not text:
-        if start and target.stat().st_size:
+        if start and size:
             return f"[No more content: start_index {start} is past the end of the file.]"
         return f"[{raw} is empty.]"
     if more:
         end = start + len(text)
         text += (
-            f"\n\n[Output truncated: characters {start}-{end} of a {target.stat().st_size}-byte file. "
+            f"\n\n[Output truncated: characters {start}-{end} of a {size}-byte file. "
             f"Call again with start_index={end} to read more.]"
         )
     return text
@@ -486,20 +532,32 @@ def _line_count(value: float, name: str) -> int:
     return int(value)
 
 
-def _existing_file(guard: PathGuard, raw: str, *, write: bool = False) -> Path:
-    target = guard.resolve(raw, write=write)
-    if target.is_dir():
-        raise ToolFailure(f"{raw} is a directory; use list_directory or directory_tree to see inside it.")
-    return regular_file(target, raw)
+@contextlib.contextmanager
+def _open_dir(guard: PathGuard, raw: str) -> Iterator[int]:
+    try:
+        fd = guard.open_dir(raw)
+    except ToolFailure as exc:
+        if "does not exist" in str(exc):
+            raise ToolFailure(
+                f"{raw} does not exist; call list_allowed_directories to see where to start."
+            ) from None
+        if "a directory was expected" in str(exc):
+            raise ToolFailure(
+                f"{raw} is a file, not a directory; read it with read_text_file or get_file_info."
+            ) from None
+        raise
+    try:
+        yield fd
+    finally:
+        os.close(fd)
 
 
-def _existing_dir(guard: PathGuard, raw: str) -> Path:
-    target = guard.resolve(raw)
-    if not target.exists():
-        raise ToolFailure(f"{raw} does not exist; call list_allowed_directories to see where to start.")
-    if not target.is_dir():
-        raise ToolFailure(f"{raw} is a file, not a directory; read it with read_text_file or get_file_info.")
-    return target
+def _entry_exists(folder: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _unfollowed(guard: PathGuard, raw: str) -> Path:

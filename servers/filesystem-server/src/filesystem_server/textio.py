@@ -1,10 +1,18 @@
-"""Reading text without loading whole files: encoding sniffing, windows, head and tail."""
+"""Reading text without loading whole files: encoding sniffing, windows, head and tail.
+
+Every function reads a file already opened through the path guard (`PathGuard.open_file`), from
+its start: a name is never opened twice, so what was checked is what is read.
+"""
 
 from __future__ import annotations
 
 import codecs
+import contextlib
+import io
+import os
 from collections import deque
-from pathlib import Path
+from collections.abc import Iterator
+from typing import BinaryIO
 
 from gaia_kit import ToolFailure
 from gaia_kit.documents.text import sniff_encoding
@@ -14,10 +22,10 @@ SKIP_CHUNK_CHARS = 1 << 20
 TAIL_CHUNK_BYTES = 64 * 1024
 
 
-def detect_encoding(path: Path, raw: str) -> str:
+def detect_encoding(handle: BinaryIO, raw: str) -> str:
     """Guess the encoding from the first bytes; refuse files that are not text at all."""
-    with open(path, "rb") as handle:
-        sample = handle.read(SAMPLE_BYTES)
+    handle.seek(0)
+    sample = handle.read(SAMPLE_BYTES)
     encoding = sniff_encoding(sample)
     if encoding is None:
         raise ToolFailure(
@@ -27,31 +35,37 @@ def detect_encoding(path: Path, raw: str) -> str:
     return encoding
 
 
-def open_text(path: Path, encoding: str):
+@contextlib.contextmanager
+def open_text(handle: BinaryIO, encoding: str) -> Iterator[io.TextIOWrapper]:
     # newline="" keeps line endings as they are, so what is read is what is in the file;
     # undecodable bytes become U+FFFD rather than failing the whole read.
-    return open(path, encoding=encoding, errors="replace", newline="")
+    handle.seek(0)
+    text = io.TextIOWrapper(handle, encoding=encoding, errors="replace", newline="")
+    try:
+        yield text
+    finally:
+        text.detach()  # the caller's file stays open: the caller closes it
 
 
-def read_window(path: Path, encoding: str, start: int, limit: int) -> tuple[str, bool]:
+def read_window(handle: BinaryIO, encoding: str, start: int, limit: int) -> tuple[str, bool]:
     """Characters [start, start+limit) of the file, and whether more follow; memory stays O(limit)."""
-    with open_text(path, encoding) as handle:
+    with open_text(handle, encoding) as text:
         remaining = start
         while remaining > 0:
-            skipped = handle.read(min(remaining, SKIP_CHUNK_CHARS))
+            skipped = text.read(min(remaining, SKIP_CHUNK_CHARS))
             if not skipped:
                 break
             remaining -= len(skipped)
-        text = handle.read(limit + 1)
-    return text[:limit], len(text) > limit
+        window = text.read(limit + 1)
+    return window[:limit], len(window) > limit
 
 
-def head_lines(path: Path, encoding: str, count: int, byte_cap: int) -> tuple[str, bool]:
+def head_lines(handle: BinaryIO, encoding: str, count: int, byte_cap: int) -> tuple[str, bool]:
     """The first `count` lines, stopping early (and saying so) past `byte_cap` characters."""
     lines: list[str] = []
     used = 0
-    with open_text(path, encoding) as handle:
-        for line in handle:
+    with open_text(handle, encoding) as text:
+        for line in text:
             lines.append(line)
             used += len(line)
             if len(lines) >= count:
@@ -61,34 +75,33 @@ def head_lines(path: Path, encoding: str, count: int, byte_cap: int) -> tuple[st
     return _strip_last_newline("".join(lines)), False
 
 
-def tail_lines(path: Path, encoding: str, count: int, byte_cap: int) -> tuple[str, bool]:
+def tail_lines(handle: BinaryIO, encoding: str, count: int, byte_cap: int) -> tuple[str, bool]:
     """The last `count` lines, read backwards from the end in chunks; stops past `byte_cap` bytes."""
-    size = path.stat().st_size
+    size = os.fstat(handle.fileno()).st_size
     if codecs.lookup(encoding).name.startswith(("utf-16", "utf-32")):
         if size > byte_cap:
             raise ToolFailure(
                 f"tail is not available for {encoding} files larger than {byte_cap} bytes; "
                 "page through the file with start_index instead."
             )
-        return _tail_by_scanning(path, encoding, count)
+        return _tail_by_scanning(handle, encoding, count)
     chunks: list[bytes] = []
     newlines = 0
     position = size
     capped = False
-    with open(path, "rb") as handle:
-        # One more newline than lines wanted, because the file usually ends with one.
-        while position > 0 and newlines <= count:
-            if size - position >= byte_cap:
-                capped = True
-                break
-            step = min(TAIL_CHUNK_BYTES, position)
-            position -= step
-            handle.seek(position)
-            chunk = handle.read(step)
-            chunks.append(chunk)
-            newlines += chunk.count(b"\n")
-    text = b"".join(reversed(chunks)).decode(encoding, errors="replace")
-    lines = _strip_last_newline(text).split("\n")
+    # One more newline than lines wanted, because the file usually ends with one.
+    while position > 0 and newlines <= count:
+        if size - position >= byte_cap:
+            capped = True
+            break
+        step = min(TAIL_CHUNK_BYTES, position)
+        position -= step
+        handle.seek(position)
+        chunk = handle.read(step)
+        chunks.append(chunk)
+        newlines += chunk.count(b"\n")
+    decoded = b"".join(reversed(chunks)).decode(encoding, errors="replace")
+    lines = _strip_last_newline(decoded).split("\n")
     if position > 0:
         # The first line read starts somewhere before `position`: it is cut, unless more lines than
         # wanted were read, in which case it falls outside the last `count` anyway.
@@ -98,10 +111,10 @@ def tail_lines(path: Path, encoding: str, count: int, byte_cap: int) -> tuple[st
     return "\n".join(lines), capped
 
 
-def _tail_by_scanning(path: Path, encoding: str, count: int) -> tuple[str, bool]:
+def _tail_by_scanning(handle: BinaryIO, encoding: str, count: int) -> tuple[str, bool]:
     # UTF-16/32 newlines are not single bytes, so read forwards keeping only the last lines.
-    with open_text(path, encoding) as handle:
-        kept = deque(handle, maxlen=count)
+    with open_text(handle, encoding) as text:
+        kept = deque(text, maxlen=count)
     return _strip_last_newline("".join(kept)), False
 
 

@@ -1,4 +1,9 @@
-"""Listing, tree and search: breadth-first, never following links out of a directory, always bounded."""
+"""Listing, tree and search: breadth-first, never following links out of a directory, always bounded.
+
+Directories are walked by descriptor: the top one opened through the path guard, each one below
+opened relative to its parent with O_NOFOLLOW, so a link swapped in while walking is listed as a
+link, never entered.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +12,9 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from pathlib import Path
 from typing import Any
+
+from gaia_kit.core.openat import open_at
 
 MAX_LIST_ENTRIES = 10_000
 MAX_TREE_ENTRIES = 2_000
@@ -25,8 +31,8 @@ def is_dir(entry: os.DirEntry) -> bool:
         return False
 
 
-def scan(directory: Path, limit: int) -> tuple[list[os.DirEntry], bool]:
-    """Up to `limit` entries of `directory`, sorted by name, and whether there were more."""
+def scan(directory: int, limit: int) -> tuple[list[os.DirEntry], bool]:
+    """Up to `limit` entries of the open `directory`, sorted by name, and whether there were more."""
     entries: list[os.DirEntry] = []
     with os.scandir(directory) as iterator:
         for entry in iterator:
@@ -78,13 +84,26 @@ def matches(relative: str, name: str, pattern: str) -> bool:
     return needle in name.lower()
 
 
-def _walk(root: Path, exclude: list[str]) -> Iterator[tuple[os.DirEntry, str, int]]:
-    """Breadth-first (entry, relative path, depth); symlinked directories are listed, not entered."""
-    queue: deque[tuple[Path, str, int]] = deque([(root, "", 1)])
+def _scan_below(root: int, relative: str, limit: int) -> tuple[list[os.DirEntry], bool]:
+    """Entries of the directory at `relative` under the open `root`; no link is followed out of
+    the root, and a link in last place is not entered."""
+    fd = open_at(root, None, relative, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        return scan(fd, limit)
+    finally:
+        os.close(fd)
+
+
+def _walk(root: int, exclude: list[str]) -> Iterator[tuple[os.DirEntry, str, int]]:
+    """Breadth-first (entry, relative path, depth) under the open `root`; symlinked directories are
+    listed, not entered."""
+    queue: deque[tuple[str, int]] = deque([("", 1)])
     while queue:
-        directory, prefix, depth = queue.popleft()
+        prefix, depth = queue.popleft()
         try:
-            entries, _ = scan(directory, MAX_SEARCH_SCANNED)
+            entries, _ = (
+                _scan_below(root, prefix, MAX_SEARCH_SCANNED) if prefix else scan(root, MAX_SEARCH_SCANNED)
+            )
         except OSError:
             continue
         for entry in entries:
@@ -93,22 +112,23 @@ def _walk(root: Path, exclude: list[str]) -> Iterator[tuple[os.DirEntry, str, in
                 continue
             yield entry, relative, depth
             if is_dir(entry) and not entry.is_symlink():
-                queue.append((Path(entry.path), relative + "/", depth + 1))
+                queue.append((relative + "/", depth + 1))
 
 
 @dataclass
 class SearchResult:
-    paths: list[Path] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    """Relative to the directory searched."""
     scanned: int = 0
     stopped: str = ""
 
 
-def search(root: Path, pattern: str, exclude: list[str]) -> SearchResult:
+def search(root: int, pattern: str, exclude: list[str]) -> SearchResult:
     result = SearchResult()
     for entry, relative, _ in _walk(root, exclude):
         result.scanned += 1
         if matches(relative, entry.name, pattern):
-            result.paths.append(Path(entry.path))
+            result.paths.append(relative)
             if len(result.paths) >= MAX_SEARCH_RESULTS:
                 result.stopped = f"the first {MAX_SEARCH_RESULTS} matches are shown"
                 break
@@ -125,12 +145,12 @@ class Tree:
     cut: bool
 
 
-def tree(root: Path, exclude: list[str], max_depth: int | None, max_entries: int = MAX_TREE_ENTRIES) -> Tree:
-    """Breadth-first, so a cut tree still shows the top levels whole; a directory whose contents
-    were not (all) listed carries "truncated": true."""
+def tree(root: int, exclude: list[str], max_depth: int | None, max_entries: int = MAX_TREE_ENTRIES) -> Tree:
+    """Breadth-first under the open `root`, so a cut tree still shows the top levels whole; a
+    directory whose contents were not (all) listed carries "truncated": true."""
     top: list[dict[str, Any]] = []
-    queue: deque[tuple[Path, str, int, dict[str, Any] | None, list[dict[str, Any]]]] = deque(
-        [(root, "", 1, None, top)]
+    queue: deque[tuple[str, str, int, dict[str, Any] | None, list[dict[str, Any]]]] = deque(
+        [("", "", 1, None, top)]
     )
     count = 0
     cut = False
@@ -141,7 +161,9 @@ def tree(root: Path, exclude: list[str], max_depth: int | None, max_entries: int
             cut = True
             continue
         try:
-            entries, more = scan(directory, MAX_LIST_ENTRIES)
+            entries, more = (
+                _scan_below(root, directory, MAX_LIST_ENTRIES) if directory else scan(root, MAX_LIST_ENTRIES)
+            )
         except OSError:
             _mark_truncated(owner)
             continue
@@ -158,7 +180,7 @@ def tree(root: Path, exclude: list[str], max_depth: int | None, max_entries: int
                 if entry.is_symlink():
                     node["symlink"] = True  # listed, not entered: links can form cycles
                 elif max_depth is None or depth < max_depth:
-                    queue.append((Path(entry.path), relative + "/", depth + 1, node, node["children"]))
+                    queue.append((relative, relative + "/", depth + 1, node, node["children"]))
                 else:
                     node["truncated"] = True
                     cut = True

@@ -126,8 +126,7 @@ async def generate_python_code(
         break
     saved = ""
     if target is not None:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(target, code + "\n")
+        atomic_write(target, code + "\n")  # makes missing folders beneath the workspace
         saved = f"\n\nSaved to {session.paths.display(target)}."
     repaired = f" (repaired {attempt - 1} time(s))" if attempt > 1 else ""
     output = f"\n\n## Output{repaired}\n\n{report}" if execute else ""

@@ -7,10 +7,11 @@ and the error text are the same everywhere, for local files and URLs alike.
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
-from typing import TypeVar
+from pathlib import PurePosixPath
+from typing import BinaryIO, TypeVar
 
 import httpx
 from gaia_kit import PathGuard, ToolFailure, get_settings, run_blocking
@@ -83,11 +84,16 @@ async def in_worker(work: Callable[..., T], opened: Opened, *args: object) -> T:
 
 def open_image(guard: PathGuard, source: str) -> Opened:
     """Open a local image lazily (header only), after every check that can refuse it cheaply."""
-    path = guard.existing_file(source.strip().removeprefix("file://"))
-    shown = guard.display(path)
-    size = path.stat().st_size
-    _check_size(shown, size)
-    return _opened(path, path.name, shown, size)
+    raw = source.strip().removeprefix("file://")
+    handle = guard.open_file(raw)  # no link followed out; Pillow reads this file, not the name again
+    try:
+        shown = guard.shown(raw)
+        size = os.fstat(handle.fileno()).st_size
+        _check_size(shown, size)
+        return _opened(handle, PurePosixPath(shown).name, shown, size)
+    except BaseException:
+        handle.close()
+        raise
 
 
 def open_bytes(data: bytes, name: str, shown: str) -> Opened:
@@ -107,17 +113,14 @@ def _check_size(shown: str, size: int) -> None:
         raise ToolFailure(f"{shown} is empty (0 bytes); it is not an image.")
 
 
-def _opened(source: Path | io.BytesIO, name: str, shown: str, size: int) -> Opened:
+def _opened(source: BinaryIO, name: str, shown: str, size: int) -> Opened:
     try:
         image = Image.open(source)
     except Image.DecompressionBombError:
         raise image_bomb(shown, None) from None
     except UnidentifiedImageError:
-        if isinstance(source, Path):
-            with open(source, "rb") as handle:
-                head = handle.read(64)
-        else:
-            head = source.getvalue()[:64]
+        source.seek(0)
+        head = source.read(64)
         raise ToolFailure(f"{shown} is not an image Pillow can read: {_what_it_is(head)}.") from None
     try:
         check_pixels(shown, image.size)

@@ -81,8 +81,7 @@ async def browser_take_screenshot(
             shot = await tab.page.screenshot(full_page=bool(fullPage), **options)
     except PlaywrightError as exc:
         raise failure(exc, "Taking the screenshot") from None
-    target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(target, shot)
+    atomic_write(target, shot)  # makes missing folders beneath the workspace
     what = element or ("the full page" if fullPage else "the viewport")
     note = f"Took a screenshot of {what} of {tab.page.url}; saved it to {session.paths.display(target)}."
     if len(shot) > get_settings().max_media_bytes:

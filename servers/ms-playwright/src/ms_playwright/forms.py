@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import mimetypes
+from pathlib import PurePosixPath
 from typing import Annotated, Literal
 
+from gaia_kit import PathGuard, ToolFailure, get_settings, run_blocking
 from gaia_kit.core.hints import hints
 from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import Locator
+from playwright.async_api import FilePayload, Locator
 from pydantic import BaseModel, ConfigDict, Field
 
 from .browser import BrowserSession, Tab
@@ -135,7 +138,21 @@ async def browser_file_upload(
     if paths is None:
         tab.chooser = None
         return "Cancelled the file chooser."
-    files = [session.paths.existing_file(p) for p in paths]
+    # The bytes of each file the guard opened go to the page, not a name the browser would open later.
+    files = [await run_blocking(_payload, session.paths, raw) for raw in paths]
     await tab.chooser.set_files(files)
     tab.chooser = None
-    return "Uploaded " + ", ".join(session.paths.display(f) for f in files)
+    return "Uploaded " + ", ".join(session.paths.shown(raw) for raw in paths)
+
+
+def _payload(guard: PathGuard, raw: str) -> FilePayload:
+    limit = get_settings().max_read_bytes
+    with guard.open_file(raw) as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise ToolFailure(
+            f"{raw} is larger than GAIA_MAX_READ_BYTES ({limit:,} bytes); upload a smaller file."
+        )
+    name = PurePosixPath(guard.shown(raw)).name
+    kind = mimetypes.guess_type(name)[0] or "application/octet-stream"
+    return FilePayload(name=name, mimeType=kind, buffer=data)

@@ -1,7 +1,10 @@
 """terminal-controller: commands in the sandbox plus line-level file editing, per-session cwd and history.
 
-The working directory belongs to the session and never leaves its workspace; every file tool goes
-through the kit's path guard (relative paths resolve against the session cwd); writes are atomic.
+The working directory belongs to the session and never leaves its workspace: it is kept as the
+agent names it and opened beneath the workspace each time it is used, so a cwd that sandboxed code
+later turns into a link out of the workspace is dropped, never listed. Every file tool opens its
+file through the kit's path guard (relative paths resolve against the session cwd), with no link
+followed out; writes are atomic.
 """
 
 import json
@@ -10,7 +13,7 @@ import time
 from collections import deque
 from pathlib import Path
 
-from gaia_kit import KitServer, ToolFailure, atomic_write, get_settings, regular_file, serve, session_of
+from gaia_kit import KitServer, ToolFailure, atomic_write, get_settings, serve, session_of
 from gaia_kit.core.hints import hints
 from gaia_kit.core.session import Session
 from gaia_kit.execution.sandbox import sandbox_status
@@ -24,7 +27,8 @@ server = KitServer(
         "workspace. Rows are 0-based. change_directory moves the session's working directory."
     ),
 )
-cwds: dict[str, Path] = {}
+cwds: dict[str, str] = {}
+"""Each session's working directory as the agent names it, relative to the workspace."""
 histories: dict[str, deque[str]] = {}
 
 
@@ -34,25 +38,38 @@ def forget(session_id: str) -> None:
     histories.pop(session_id, None)
 
 
-def _cwd(session: Session) -> Path:
-    cwd = cwds.get(session.id)
-    if cwd is None or not cwd.is_dir() or not cwd.is_relative_to(session.paths.workspace):
-        cwd = session.paths.workspace
+def _cwd(session: Session) -> str:
+    """The session's cwd if it is still a directory beneath the workspace, else the workspace (".")."""
+    cwd = cwds.get(session.id, ".")
+    if cwd != ".":
+        try:
+            os.close(session.paths.open_dir(cwd, write=True))
+        except ToolFailure:
+            cwds.pop(session.id, None)
+            return "."
     return cwd
 
 
-def _resolve(session: Session, path: str, *, write: bool = False) -> Path:
+def _joined(session: Session, path: str) -> str:
     """Relative paths start at the session's cwd, named as the agent sees it (so a refusal shows no
     host path); the guard decides."""
-    cwd = session.paths.display(_cwd(session))
-    return session.paths.resolve(path if cwd == "." else os.path.join(cwd, path), write=write)
+    cwd = _cwd(session)
+    return path if cwd == "." else os.path.join(cwd, path)
 
 
-def _lines(path: Path, shown: str) -> list[str]:
-    regular_file(path, shown)
-    if path.stat().st_size > get_settings().max_read_bytes:
-        raise ToolFailure(f"{shown} is larger than GAIA_MAX_READ_BYTES; use execute_command with head/sed.")
-    return path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+def _resolve(session: Session, path: str, *, write: bool = False) -> Path:
+    """Where a result is placed (writes rename into a folder opened beneath the workspace)."""
+    return session.paths.resolve(_joined(session, path), write=write)
+
+
+def _lines(session: Session, path: str, *, write: bool = False) -> list[str]:
+    with session.paths.open_file(_joined(session, path), write=write) as handle:
+        if os.fstat(handle.fileno()).st_size > get_settings().max_read_bytes:
+            raise ToolFailure(
+                f"{path} is larger than GAIA_MAX_READ_BYTES; use execute_command with head/sed."
+            )
+        data = handle.read()
+    return data.decode("utf-8", errors="replace").splitlines(keepends=True)
 
 
 def _rows(row: int | None, rows: list[int] | None, count: int, *, allow_end: bool = False) -> list[int]:
@@ -91,7 +108,8 @@ async def execute_command(command: str, ctx: Context, timeout: int = 30) -> str:
         Output of the command execution
     """
     session = session_of(ctx)
-    result = await run_command(command, workspace=session.workspace, timeout=timeout, cwd=_cwd(session))
+    cwd = session.workspace / _cwd(session)  # entered inside the sandbox, which shows only the workspace
+    result = await run_command(command, workspace=session.workspace, timeout=timeout, cwd=cwd)
     history = histories.setdefault(session.id, deque(maxlen=200))
     history.append(f"{time.strftime('%Y-%m-%d %H:%M:%S')} [{result.status()}] {command}")
     return result.describe()
@@ -119,8 +137,7 @@ def get_current_directory(ctx: Context) -> str:
     Returns:
         Path of current working directory
     """
-    session = session_of(ctx)
-    return session.paths.display(_cwd(session))
+    return _cwd(session_of(ctx))
 
 
 @server.tool(
@@ -138,11 +155,16 @@ def change_directory(path: str, ctx: Context) -> str:
         Operation result information
     """
     session = session_of(ctx)
-    target = _resolve(session, path, write=True)
-    if not target.is_dir():
-        raise ToolFailure(f"{path} is not a directory; list_directory shows what exists.")
-    cwds[session.id] = target
-    return f"Switched to directory: {session.paths.display(target)}"
+    joined = _joined(session, path)
+    try:
+        os.close(session.paths.open_dir(joined, write=True))
+    except ToolFailure as exc:
+        if "outside" in str(exc) or "read-only" in str(exc):
+            raise
+        raise ToolFailure(f"{path} is not a directory; list_directory shows what exists.") from None
+    shown = session.paths.shown(joined)
+    cwds[session.id] = shown
+    return f"Switched to directory: {shown}"
 
 
 @server.tool(annotations=hints("List directory", read_only=True, open_world=False))
@@ -156,17 +178,27 @@ def list_directory(ctx: Context, path: str | None = None) -> str:
         List of directory contents
     """
     session = session_of(ctx)
-    target = _resolve(session, path) if path else _cwd(session)
-    if not target.is_dir():
-        raise ToolFailure(f"{path} is not a directory.")
-    entries = sorted(target.iterdir(), key=lambda p: (not p.is_dir(), p.name))
-    if not entries:
-        return f"{session.paths.display(target)} is empty."
-    lines = [f"Contents of {session.paths.display(target)}:"]
-    for entry in entries[:1000]:
-        lines.append(
-            f"📁 {entry.name}/" if entry.is_dir() else f"📄 {entry.name} ({entry.lstat().st_size} bytes)"
-        )
+    joined = _joined(session, path) if path else _cwd(session)
+    try:
+        fd = session.paths.open_dir(joined)
+    except ToolFailure as exc:
+        if "outside" in str(exc):
+            raise
+        raise ToolFailure(f"{path} is not a directory.") from None
+    try:
+        with os.scandir(fd) as found:
+            listed = [(entry.name, entry.is_dir(follow_symlinks=False), entry) for entry in found]
+        entries = sorted(listed, key=lambda item: (not item[1], item[0]))
+        shown = session.paths.shown(joined)
+        if not entries:
+            return f"{shown} is empty."
+        lines = [f"Contents of {shown}:"]
+        for name, folder, entry in entries[:1000]:
+            lines.append(
+                f"📁 {name}/" if folder else f"📄 {name} ({entry.stat(follow_symlinks=False).st_size} bytes)"
+            )
+    finally:
+        os.close(fd)
     if len(entries) > 1000:
         lines.append(
             f"... and {len(entries) - 1000} more; narrow the listing with execute_command (ls | head)."
@@ -190,10 +222,10 @@ def write_file(path: str, content: str, ctx: Context, mode: str = "overwrite") -
     """
     if mode not in ("overwrite", "append"):
         raise ToolFailure("mode must be 'overwrite' or 'append'.")
-    target = _resolve(session_of(ctx), path, write=True)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    old = target.read_text(encoding="utf-8", errors="replace") if mode == "append" and target.exists() else ""
-    atomic_write(target, old + content)
+    session = session_of(ctx)
+    target = _resolve(session, path, write=True)
+    old = "".join(_lines(session, path, write=True)) if mode == "append" and target.exists() else ""
+    atomic_write(target, old + content)  # makes missing folders beneath the workspace
     return f"{'Appended' if old else 'Wrote'} {len(content)} characters to {path}"
 
 
@@ -212,7 +244,7 @@ def read_file(
     Returns:
         File content or selected lines, optionally parsed as JSON
     """
-    lines = _lines(_resolve(session_of(ctx), path), path)
+    lines = _lines(session_of(ctx), path)
     start = start_row or 0
     end = len(lines) - 1 if end_row is None else end_row
     if start < 0 or (lines and start >= len(lines)) or end < start:
@@ -252,8 +284,9 @@ def insert_file_content(
     Returns:
         Operation result information
     """
-    target = _resolve(session_of(ctx), path, write=True)
-    lines = _lines(target, path) if target.exists() else []
+    session = session_of(ctx)
+    target = _resolve(session, path, write=True)
+    lines = _lines(session, path, write=True) if target.exists() else []
     chosen = _rows(row, rows, len(lines), allow_end=True) or [len(lines)]
     piece = content if content.endswith("\n") else content + "\n"
     if lines and not lines[-1].endswith("\n"):
@@ -291,8 +324,9 @@ def delete_file_content(
             "Nothing to delete: pass row, rows or substring. To empty a file on purpose, "
             "use write_file with content='' and mode='overwrite'."
         )
-    target = _resolve(session_of(ctx), path, write=True)
-    lines = _lines(target, path)
+    session = session_of(ctx)
+    target = _resolve(session, path, write=True)
+    lines = _lines(session, path, write=True)
     chosen = _rows(row, rows, len(lines)) or list(range(len(lines)))
     if substring:
         hits = _replace_in_rows(lines, chosen, substring, "")
@@ -328,8 +362,9 @@ def update_file_content(
     Returns:
         Operation result information
     """
-    target = _resolve(session_of(ctx), path, write=True)
-    lines = _lines(target, path)
+    session = session_of(ctx)
+    target = _resolve(session, path, write=True)
+    lines = _lines(session, path, write=True)
     chosen = _rows(row, rows, len(lines))
     if not chosen and not substring:
         raise ToolFailure("Pass row or rows to replace, or substring to replace within every row.")

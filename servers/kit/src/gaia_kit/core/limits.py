@@ -19,6 +19,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from gaia_kit.core.errors import ToolFailure
 
@@ -183,6 +184,11 @@ class LineLimitedReader(io.RawIOBase):
         super().close()
 
 
+def line_limited(handle: BinaryIO, shown: str) -> io.BufferedReader:
+    """`handle` read through a LineLimitedReader; closing the result closes `handle`."""
+    return io.BufferedReader(LineLimitedReader(handle, shown), buffer_size=MB)
+
+
 def open_line_limited(path: Path, shown: str) -> io.BufferedReader:
     """`path` opened for binary reading, failing with LineTooLong at the first overlong line."""
-    return io.BufferedReader(LineLimitedReader(open(path, "rb"), shown), buffer_size=MB)
+    return line_limited(open(path, "rb"), shown)

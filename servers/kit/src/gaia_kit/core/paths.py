@@ -4,6 +4,13 @@ Allowed roots are the session workspace (read-write) and the dataset (read-only)
 A path is checked twice: lexically, after joining and normalising, and again
 after resolving symlinks, so neither `..` chains nor links can leave the roots.
 
+Nothing a tool reads or writes is opened by the path `resolve` returns: between that check and
+an open, sandboxed code can swap a component for a link. `open_file`, `open_dir` and `open_fd`
+open the path beneath its root with no link followed out of it (gaia_kit.core.openat), and hand
+the tool an open file. Writes go through gaia_kit.core.quota's `place`, which renames into a
+directory opened the same way. A program that needs a path gets `local_path`: /proc/self/fd/N of
+a file opened safely.
+
 The host's own paths never go back to the agent: `display` shows a resolved path as the agent
 names it (workspace files relative to the workspace, dataset files under the dataset's alias),
 and `conceal` rewrites any host path of the roots inside free text (a library's error, a
@@ -12,13 +19,18 @@ command's output) the same way.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import re
 import stat
+from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
+from typing import BinaryIO
 
 from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.openat import fd_path, open_beneath, shared_fd_path
 from gaia_kit.core.quota import place, staged
 
 MAX_PATH_CHARS = 4096
@@ -44,7 +56,10 @@ class PathGuard:
     def resolve(self, raw: str, *, write: bool = False) -> Path:
         """Return the real path for `raw`, or raise ToolFailure saying why it is refused."""
         candidate = self._lexical(raw)
-        real = Path(os.path.realpath(candidate))
+        try:
+            real = Path(os.path.realpath(candidate))
+        except OSError:  # a link replaced by a file between realpath's lstat and its readlink
+            raise ToolFailure(f"{raw} changed while it was being looked up; try again.") from None
         if write:
             if not real.is_relative_to(self.workspace):
                 if self.dataset is not None and real.is_relative_to(self.dataset):
@@ -56,8 +71,80 @@ class PathGuard:
         return real
 
     def existing_file(self, raw: str, *, write: bool = False) -> Path:
-        """Resolve a file to read (or, with write, to rewrite in place): it must be a regular file."""
+        """Resolve a file to read (or, with write, to rewrite in place): it must be a regular file.
+        For naming and checks only: read it through `open_file` or `local_path`, never by this path."""
         return regular_file(self.resolve(raw, write=write), raw)
+
+    def locate(self, raw: str, *, write: bool = False) -> tuple[Path, str]:
+        """The root `raw` lies under and its path below that root, checked by name only."""
+        path = self._lexical(raw)
+        for root in sorted(self.roots, key=lambda root: len(root.parts), reverse=True):
+            if path.is_relative_to(root):
+                if write and root != self.workspace:
+                    raise ToolFailure(f"{raw} is in the read-only dataset; write into the workspace instead.")
+                return root, path.relative_to(root).as_posix()
+        raise self._outside(raw)
+
+    def open_fd(self, raw: str, flags: int = os.O_RDONLY, *, write: bool = False, mode: int = 0o644) -> int:
+        """A descriptor for `raw` opened beneath its root, no link followed out of the allowed roots
+        (with `write`, out of the workspace). The caller closes it."""
+        root, relative = self.locate(raw, write=write)
+        others = [] if write else [other for other in self.roots if other != root]
+        try:
+            return open_beneath(root, relative, flags, mode, roots=others)
+        except OSError as exc:
+            raise self._refusal(raw, exc) from None
+
+    def open_file(self, raw: str, *, write: bool = False) -> BinaryIO:
+        """The regular file at `raw`, open for reading (with `write`: one in the workspace, to be
+        rewritten through `place`). A FIFO or device is refused without blocking."""
+        fd = self.open_fd(raw, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY, write=write)
+        try:
+            _check_regular(os.fstat(fd).st_mode, raw)
+            os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        return os.fdopen(fd, "rb")
+
+    def open_dir(self, raw: str, *, write: bool = False) -> int:
+        """A descriptor of the directory at `raw` (list it with os.scandir(fd)); the caller closes it."""
+        return self.open_fd(raw, os.O_RDONLY | os.O_DIRECTORY, write=write)
+
+    @contextlib.contextmanager
+    def local_path(self, raw: str) -> Iterator[Path]:
+        """A path for a library or program that opens files by name: /proc/self/fd/N of the regular
+        file at `raw`, opened safely and held open for the block. A child process sees it only if it
+        inherits the descriptor (`pass_fds=(int(path.name),)`)."""
+        with self.open_file(raw) as handle:
+            yield fd_path(handle.fileno())
+
+    @contextlib.contextmanager
+    def program_path(self, raw: str) -> Iterator[Path]:
+        """The same for a program this process starts (ffmpeg, the PDF worker, ...): the regular
+        file at `raw`, opened safely and named /proc/<pid>/fd/N for the block. Programs that pick
+        a format by file name need a private copy with the right suffix instead."""
+        with self.open_file(raw) as handle:
+            yield shared_fd_path(handle.fileno())
+
+    def shown(self, raw: str) -> str:
+        """`raw` as agents name it, without touching the file system."""
+        return self.display(self._lexical(raw))
+
+    def _refusal(self, raw: str, exc: OSError) -> ToolFailure:
+        if exc.errno in (errno.EXDEV, errno.ELOOP):
+            return self._outside(raw)
+        if exc.errno == errno.ENOENT:
+            return ToolFailure(
+                f"{raw} does not exist; check the path (list its directory to see what is there)."
+            )
+        if exc.errno == errno.ENOTDIR:
+            return ToolFailure(f"{raw} is a file, or a part of it is; a directory was expected there.")
+        if exc.errno == errno.EISDIR:
+            return ToolFailure(
+                f"{raw} is a directory; pass a file inside it (list the directory to see its files)."
+            )
+        return ToolFailure(f"{raw} cannot be opened ({exc.strerror or exc}).")
 
     def display(self, path: Path) -> str:
         """The path as agents name it, never the host's: workspace files relative to the workspace
@@ -149,8 +236,13 @@ def regular_file(path: Path, raw: str) -> Path:
         ) from None
     except OSError as exc:
         raise ToolFailure(f"{raw} cannot be read ({exc.strerror or exc}).") from None
+    _check_regular(mode, raw)
+    return path
+
+
+def _check_regular(mode: int, raw: str) -> None:
     if stat.S_ISREG(mode):
-        return path
+        return
     if stat.S_ISDIR(mode):
         raise ToolFailure(
             f"{raw} is a directory; pass a file inside it (list the directory to see its files)."

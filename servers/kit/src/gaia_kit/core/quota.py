@@ -13,6 +13,10 @@ What makes the accounting hold:
 - A sandboxed command starts with its file-size limit (RLIMIT_FSIZE) lowered to the room left, and
   `CommandWatch` measures the workspace while it runs: one that crosses the quota is stopped.
 
+Every write into a session workspace (`place`, `make_dirs`) goes through directories opened beneath
+the workspace (gaia_kit.core.openat): a link that sandboxed code swaps into the target's folders
+cannot lead the write out of the workspace, into another session's or the dataset.
+
 Usage is the sum of the regular files' sizes (hard links counted once) and the number of entries
 (files, directories and links); symlinks are never followed.
 """
@@ -31,8 +35,10 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.openat import make_dirs_beneath, parent_beneath
 from gaia_kit.core.settings import get_settings
 
 QUOTA_DIR = ".gaia-quota"
@@ -68,14 +74,10 @@ class Quota:
         settings = get_settings()
         if settings.workspace_max_mb <= 0 and settings.workspace_max_files <= 0:
             return None
-        root = Path(os.path.realpath(settings.workspace_root))
-        real = Path(os.path.realpath(path))
-        if real == root or not real.is_relative_to(root):
+        workspace = session_workspace(path)
+        if workspace is None:
             return None
-        name = real.relative_to(root).parts[0]
-        if name == QUOTA_DIR:
-            return None
-        return cls(root / name, max(0, settings.workspace_max_mb) * MB, max(0, settings.workspace_max_files))
+        return cls(workspace, max(0, settings.workspace_max_mb) * MB, max(0, settings.workspace_max_files))
 
     @property
     def _control(self) -> Path:
@@ -83,9 +85,7 @@ class Quota:
 
     @property
     def staging(self) -> Path:
-        folder = self._control / "staging"
-        folder.mkdir(parents=True, exist_ok=True)
-        return folder
+        return staging_folder(self.workspace)
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
@@ -132,6 +132,27 @@ class Quota:
                 f"and this adds {size_text(max(add_bytes, 0))} and {max(add_files, 0)} file(s). "
                 + FREE_SPACE_HINT
             )
+
+
+def session_workspace(path: Path) -> Path | None:
+    """The session workspace under GAIA_WORKSPACE_ROOT that `path` names a place in, by name alone
+    (no link on the way is followed: what a link points to is the openat walk's business)."""
+    root = Path(os.path.realpath(get_settings().workspace_root))
+    absolute = Path(os.path.abspath(path))
+    if not absolute.is_relative_to(root):
+        absolute = Path(os.path.realpath(path))  # a workspace named through a link to the root
+    if absolute == root or not absolute.is_relative_to(root):
+        return None
+    name = absolute.relative_to(root).parts[0]
+    return None if name == QUOTA_DIR else root / name
+
+
+def staging_folder(workspace: Path) -> Path:
+    """Where temporary files for `workspace` are made: beside the workspaces, out of the session's
+    reach, on the same disk (so a finished file is renamed in, not copied)."""
+    folder = workspace.parent / QUOTA_DIR / "staging"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def size_text(size: int) -> str:
@@ -217,14 +238,19 @@ def ensure_room(target: Path, size: int) -> None:
     quota = Quota.of(target)
     if quota is not None:
         used = quota.usage()
-        quota.check(used, size - _size(target), 0 if os.path.lexists(target) else 1, f"Writing {target.name}")
+        quota.check(
+            used,
+            size - _size(None, str(target)),
+            0 if os.path.lexists(target) else 1,
+            f"Writing {target.name}",
+        )
 
 
 def _staging_for(near: Path) -> Path:
     """Where temporary files for `near` go: the staging folder for a session workspace, else beside it."""
-    quota = Quota.of(near)
-    if quota is not None:
-        return quota.staging
+    workspace = session_workspace(near)
+    if workspace is not None:
+        return staging_folder(workspace)
     folder = near if near.is_dir() else near.parent
     folder.mkdir(parents=True, exist_ok=True)
     return folder
@@ -259,17 +285,35 @@ def scratch(near: Path, prefix: str = ".scratch-") -> Iterator[Path]:
 
 
 def make_dirs(path: Path) -> None:
-    """mkdir -p within the session's file quota (each new folder is an entry)."""
+    """mkdir -p within the session's file quota (each new folder is an entry), beneath the workspace."""
     quota = Quota.of(path)
     if quota is None:
-        path.mkdir(parents=True, exist_ok=True)
+        _make_dirs_confined(path)
         return
     with quota.locked():
         missing, folder = 0, path
-        while not folder.exists():
+        while not os.path.lexists(folder):
             missing, folder = missing + 1, folder.parent
         quota.check(quota.usage(), 0, missing, f"Creating {path.name}")
+        _make_dirs_confined(path)
+
+
+def _make_dirs_confined(path: Path) -> None:
+    workspace = session_workspace(path)
+    if workspace is None:
         path.mkdir(parents=True, exist_ok=True)
+        return
+    try:
+        os.close(make_dirs_beneath(workspace, _below(path, workspace)))
+    except OSError as exc:
+        raise _way_out(path.name, exc) from None
+
+
+def _below(path: Path, workspace: Path) -> str:
+    absolute = Path(os.path.abspath(path))
+    if not absolute.is_relative_to(workspace):
+        absolute = Path(os.path.realpath(absolute.parent)) / absolute.name
+    return absolute.relative_to(workspace).as_posix()
 
 
 def place(temporary: Path, target: Path, *, replace: bool = True) -> None:
@@ -280,62 +324,99 @@ def place(temporary: Path, target: Path, *, replace: bool = True) -> None:
     """
     quota = Quota.of(target)
     if quota is None:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _move(temporary, target, replace)
+        with _target_folder(target) as (folder, name):
+            _move(temporary, folder, name, replace)
         return
     with quota.locked():
         used = quota.usage()
         missing = 0
         folder = target.parent
-        while not folder.exists():
+        while not os.path.lexists(folder):
             missing, folder = missing + 1, folder.parent
+        # Counted by name (a link on the way only skews the count); the move itself is confined.
         existing = os.path.lexists(target)
-        grows = temporary.stat().st_size - (_size(target) if replace else 0)
+        grows = temporary.stat().st_size - (_size(None, str(target)) if replace else 0)
         quota.check(used, grows, missing + (0 if existing else 1), f"Saving {target.name}")
+        with _target_folder(target) as (folder_fd, name):
+            _move(temporary, folder_fd, name, replace)
+
+
+@contextlib.contextmanager
+def _target_folder(target: Path) -> Iterator[tuple[int | None, str]]:
+    """The folder `target` goes in, made if missing and open beneath its session workspace, and the
+    name in it. Outside the session workspaces (a server's own files): the folder by path, None."""
+    workspace = session_workspace(target)
+    if workspace is None:
         target.parent.mkdir(parents=True, exist_ok=True)
-        _move(temporary, target, replace)
-
-
-def _move(temporary: Path, target: Path, replace: bool) -> None:
+        yield None, str(target)
+        return
     try:
-        info = os.lstat(target)
-        mode = info.st_mode & 0o7777 if stat.S_ISREG(info.st_mode) else 0o644
+        with parent_beneath(workspace, _below(target, workspace)) as found:
+            yield found
+    except OSError as exc:
+        raise _way_out(target.name, exc) from None
+
+
+def _way_out(name: str, exc: OSError) -> OSError | ToolFailure:
+    """A sentence for a folder on the way that leads out of the workspace; other errors as they are."""
+    if exc.errno in (errno.EXDEV, errno.ELOOP, errno.ENOTDIR):
+        return ToolFailure(
+            f"{name} cannot be saved: a folder on its way is a link out of the session workspace, or a "
+            "file; save it elsewhere in the workspace."
+        )
+    return exc
+
+
+def _entry(folder: int | None, name: str) -> os.stat_result | None:
+    """The entry itself (a link is not followed), or None."""
+    try:
+        return os.stat(name, dir_fd=folder, follow_symlinks=False)
     except FileNotFoundError:
-        mode = 0o644
-    os.chmod(temporary, mode)
+        return None
+
+
+def _move(temporary: Path, folder: int | None, name: str, replace: bool) -> None:
+    """Rename `temporary` to `name` in `folder`: a link already there is replaced, never followed."""
+    info = _entry(folder, name)
+    os.chmod(temporary, info.st_mode & 0o7777 if info is not None and stat.S_ISREG(info.st_mode) else 0o644)
     if not replace:
         try:
-            os.link(temporary, target)  # unlike a rename, fails if the name is taken
+            os.link(temporary, name, dst_dir_fd=folder)  # unlike a rename, fails if the name is taken
             os.unlink(temporary)
             return
         except FileExistsError:
             raise
         except OSError:  # a file system without hard links: check, then rename
-            if target.exists():
-                raise FileExistsError(errno.EEXIST, "File exists", str(target)) from None
+            if _entry(folder, name) is not None:
+                raise FileExistsError(errno.EEXIST, "File exists", name) from None
     try:
-        os.replace(temporary, target)
+        os.replace(temporary, name, dst_dir_fd=folder)
     except OSError as exc:
         if exc.errno != errno.EXDEV:
             raise
-        shutil.copyfile(temporary, target)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+        with open(temporary, "rb") as source, open(os.open(name, flags, 0o644, dir_fd=folder), "wb") as copy:
+            shutil.copyfileobj(source, copy)
         os.unlink(temporary)
 
 
-def _size(path: Path) -> int:
-    """The bytes replacing `path` frees: a regular file's size, unless other hard links keep it."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return 0
-    return info.st_size if stat.S_ISREG(info.st_mode) and info.st_nlink == 1 else 0
+def _size(folder: int | None, name: str) -> int:
+    """The bytes replacing `name` frees: a regular file's size, unless other hard links keep it."""
+    info = _entry(folder, name)
+    return info.st_size if info is not None and stat.S_ISREG(info.st_mode) and info.st_nlink == 1 else 0
 
 
-def copy_into(source: Path, target: Path) -> None:
-    """Copy a file into a workspace within its quota (refused before copying when it cannot fit)."""
-    ensure_room(target, source.stat().st_size)
+def copy_into(source: Path | BinaryIO, target: Path) -> None:
+    """Copy a file (a path the server owns, or a file opened through the path guard) into a
+    workspace within its quota (refused before copying when it cannot fit)."""
+    if isinstance(source, Path):
+        with open(source, "rb") as handle:
+            copy_into(handle, target)
+        return
+    ensure_room(target, os.fstat(source.fileno()).st_size)
     with staged(target) as temporary:
-        shutil.copyfile(source, temporary)
+        with open(temporary, "wb") as copy:
+            shutil.copyfileobj(source, copy)
         place(temporary, target)
 
 

@@ -7,17 +7,18 @@ behaviour, once.
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 from gaia_kit.core.errors import ToolFailure
 from gaia_kit.core.limits import check_package
 from gaia_kit.core.paths import PathGuard, atomic_write
-from gaia_kit.core.quota import QuotaExceeded
+from gaia_kit.core.quota import QuotaExceeded, make_dirs
 from gaia_kit.documents.convert import convert_with_libreoffice
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0"
@@ -84,7 +85,12 @@ def readable_copy(
     if "password" in problem:
         raise ToolFailure(f"{raw} cannot be read: {problem}.")
     with tempfile.TemporaryDirectory(prefix=f"gaia-{target_format}-") as scratch:
-        converted = convert_with_libreoffice(path, target_format, Path(scratch), CONVERT_TIMEOUT_S)
+        # LibreOffice gets a private copy named as the agent named the file (it goes by the
+        # suffix), never a name in the workspace that sandboxed code could turn into a link.
+        private = Path(scratch) / "in" / (PurePosixPath(raw).name or "document")
+        private.parent.mkdir()
+        shutil.copyfile(path, private)
+        converted = convert_with_libreoffice(private, target_format, Path(scratch), CONVERT_TIMEOUT_S)
         yield converted, [f"Converted from {legacy_name} with LibreOffice."]
 
 
@@ -115,7 +121,7 @@ class ImageFolder:
         """Write the image; its path as the session sees it."""
         if self._folder is None:
             self._folder = self._guard.resolve(self._relative, write=True)
-            self._folder.mkdir(parents=True, exist_ok=True)
+            make_dirs(self._folder)  # beneath the workspace: a link on the way is refused
         target = self._folder / name
         try:
             atomic_write(target, blob)

@@ -1,7 +1,8 @@
 """Media files an agent names, and the ffmpeg-family tools that read them, for the audio, image and
 video servers alike.
 
-A local path goes through the session's path guard; a URL through the kit's HTTP client (SSRF guard,
+A local path is opened through the session's path guard (no link followed out of its root) and
+handed to ffmpeg as /proc/<pid>/fd/N of that open file; a URL through the kit's HTTP client (SSRF guard,
 size cap, cache) into a scratch folder beside the session workspaces (gaia_kit.core.quota.scratch),
 removed after the call: no sandboxed code sees it, and a file being read never counts against the
 session's disk quota (GAIA_MAX_READ_BYTES bounds it).
@@ -17,6 +18,7 @@ only the files of the call visible and no network, so a format that names anothe
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import subprocess
 from collections.abc import AsyncIterator
@@ -27,6 +29,7 @@ import httpx
 
 from gaia_kit.core.blocking import run_blocking
 from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.openat import shared_fd_path
 from gaia_kit.core.paths import PathGuard
 from gaia_kit.core.quota import scratch
 from gaia_kit.core.settings import get_settings
@@ -77,11 +80,12 @@ async def opened_media(
     """
     limit = limit or get_settings().max_read_bytes
     if not is_url(source):
-        path = await run_blocking(guard.existing_file, source.strip().removeprefix("file://"))
-        shown = guard.display(path)
-        size = path.stat().st_size
-        check_size(shown, size, limit, limit_setting, noun)
-        yield MediaFile(path, shown, size)
+        raw = source.strip().removeprefix("file://")
+        with await run_blocking(guard.open_file, raw) as handle:
+            shown = guard.shown(raw)
+            size = os.fstat(handle.fileno()).st_size
+            check_size(shown, size, limit, limit_setting, noun)
+            yield MediaFile(shared_fd_path(handle.fileno()), shown, size)
         return
     url = source.strip()
     # Streamed to disk: a long video never sits in memory whole.
