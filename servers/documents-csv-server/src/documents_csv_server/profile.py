@@ -112,15 +112,17 @@ class Profile:
     replaced_bytes: bool = False
 
 
-def profile(path: Path, layout: Layout, max_rows: int | None, header: bool, statistics: bool) -> Profile:
-    """Profile the file; retried leniently (skipping malformed rows, replacing bad bytes) if needed."""
+def profile(
+    path: Path, shown: str, layout: Layout, max_rows: int | None, header: bool, statistics: bool
+) -> Profile:
+    """Profile the file (`shown`: its name as the agent sees it); retried leniently (skipping malformed rows, replacing bad bytes) if needed."""
     try:
-        return _profile(path, layout, max_rows, header, statistics, lenient=False)
+        return _profile(path, shown, layout, max_rows, header, statistics, lenient=False)
     except pd.errors.EmptyDataError:
         raise ToolFailure("The file has no header or rows that could be read as a table.") from None
     except pd.errors.ParserError as exc:
         first_problem = _one_line(exc)
-        result = _profile(path, layout, max_rows, header, statistics, lenient=True)
+        result = _profile(path, shown, layout, max_rows, header, statistics, lenient=True)
         result.skipped_bad_lines = first_problem
         return result
     except UnicodeDecodeError as exc:
@@ -129,16 +131,22 @@ def profile(path: Path, layout: Layout, max_rows: int | None, header: bool, stat
                 f"The file is not valid {layout.encoding} (byte {exc.start} of a chunk); pass another encoding "
                 "or omit it to detect one."
             ) from None
-        result = _profile(path, layout, max_rows, header, statistics, lenient=True)
+        result = _profile(path, shown, layout, max_rows, header, statistics, lenient=True)
         result.replaced_bytes = True
         return result
 
 
 def _profile(
-    path: Path, layout: Layout, max_rows: int | None, header: bool, statistics: bool, lenient: bool
+    path: Path,
+    shown: str,
+    layout: Layout,
+    max_rows: int | None,
+    header: bool,
+    statistics: bool,
+    lenient: bool,
 ) -> Profile:
     chunk_rows = int(min(200_000, max(1_000, CHUNK_TARGET_BYTES / max(layout.sample_line_bytes, 1.0))))
-    source = open_line_limited(path, path.name)  # pandas holds a whole line at once: bound its length
+    source = open_line_limited(path, shown)  # pandas holds a whole line at once: bound its length
     reader = pd.read_csv(
         source,
         sep=layout.delimiter,

@@ -143,7 +143,12 @@ def _report(
     layout = detect(path, raw, request.encoding, request.delimiter)
     # Charts need the statistics pass even when the report leaves statistics out.
     result = profile(
-        path, layout, request.max_rows, request.has_header, request.statistics or request.visualize
+        path,
+        named.name,
+        layout,
+        request.max_rows,
+        request.has_header,
+        request.statistics or request.visualize,
     )
     written = []
     if request.visualize:
