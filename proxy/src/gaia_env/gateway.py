@@ -20,6 +20,7 @@ from jsonschema.exceptions import SchemaError, ValidationError
 
 from . import catalog
 from .capacity import ReplicaPlan, available_cores, format_plan, replica_plan
+from .confine import Confinement
 from .errors import GatewayError, SelectionError, UnknownTool
 from .metrics import Metrics
 from .ownership import Replica, SessionGone, SessionOwners
@@ -57,6 +58,8 @@ class Gateway:
         self.known_ids = sorted(set(all_ids or specs) | set(specs))
         self.cores = available_cores()
         env = _server_env(config)
+        self.confinement = Confinement.from_env(env)
+        """None when GAIA_SERVER_CONFINE=0; else how every server process is confined (confine.py)."""
         self.plans: dict[str, ReplicaPlan] = {
             sid: replica_plan(spec, self.cores) for sid, spec in specs.items()
         }
@@ -71,7 +74,12 @@ class Gateway:
             limits=config.session_limits,
             on_refuse=lambda reason: self.metrics.sessions_refused.labels(reason).inc(),
             own_root=config.own_root,
+            hand_over=self.confinement.hand_over if self.confinement else None,
         )
+        if self.confinement:
+            self.confinement.prepare_host(env)
+        self.server_uid = self.confinement.check(env) if self.confinement else os.geteuid()
+        """The uid servers run as (checked by starting one confined Python)."""
         self.owners = SessionOwners(config.replica, config.owners_url, config.session_ttl)
         self._closing = False
         limits = config.session_limits
