@@ -3,7 +3,8 @@
 A server runs in its own mount, PID, IPC and UTS namespaces (bubblewrap) that show: the checkout
 and the Pythons it runs from, /usr, a few files of /etc, the workspace root read-write, the dataset
 read-only, the HTTP cache folder, model files named in the environment, a fresh /proc of its own
-PID namespace, /dev, and a private /tmp (on disk, removed when it exits) that is also its $HOME.
+PID namespace, /dev, and a private /tmp (on disk under $TMPDIR/gaia-env-servers-*, removed when it
+exits) that is also its $HOME.
 Nothing else of the host: no /root, no other process's /proc, no /etc/shadow.
 
 Who it runs as:
@@ -24,6 +25,7 @@ GAIA_SERVER_CONFINE=0 runs servers as plain subprocesses, for platforms without 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -106,6 +108,13 @@ class Confinement:
         drop_to = _server_ids(env.get(UID_ENV, "")) if os.geteuid() == 0 else None
         return cls(root, real if real is not None and real.is_dir() else None, drop_to)
 
+    @property
+    def private_base(self) -> Path:
+        """Where the servers' private /tmp folders live: one folder per workspace root, so the
+        gateway that owns the root can remove what a killed run left."""
+        digest = hashlib.sha256(str(self.workspace_root).encode()).hexdigest()[:12]
+        return Path(tempfile.gettempdir()) / f"gaia-env-servers-{digest}"
+
     # -- the host side ------------------------------------------------------------------------
 
     def hand_over(self, path: Path) -> None:
@@ -113,8 +122,11 @@ class Confinement:
         if self.drop_to is not None:
             os.chown(path, *self.drop_to, follow_symlinks=False)
 
-    def prepare_host(self, env: Mapping[str, str]) -> None:
-        """Give the server uid what it writes: the workspace root's own folders and the HTTP cache."""
+    def prepare_host(self, env: Mapping[str, str], own_root: bool = False) -> None:
+        """Give the server uid what it writes: the workspace root's own folders and the HTTP cache.
+        The gateway that owns the root (`serve`) also removes the private folders a killed run left."""
+        if own_root:
+            shutil.rmtree(self.private_base, ignore_errors=True)
         if self.drop_to is None:
             return
         self.hand_over(self.workspace_root)
@@ -166,8 +178,13 @@ class Confinement:
     def launch(self, argv: list[str], env: Mapping[str, str], name: str) -> Launch:
         """The confined command for `argv`, with a private /tmp (also $HOME) made for it."""
         safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in name)
-        private = Path(tempfile.mkdtemp(prefix=f"gaia-server-{safe}-"))
+        self.private_base.mkdir(mode=0o700, exist_ok=True)
+        private = Path(tempfile.mkdtemp(prefix=f"{safe}-", dir=self.private_base))
         home = env.get("HOME") or "/tmp"
+        pycache = _bytecode_cache(env)
+        pycache.mkdir(parents=True, exist_ok=True)
+        if self.drop_to is not None and pycache.stat().st_uid != self.drop_to[0]:
+            self.hand_over(pycache)
         binds = self._binds(argv, env, private, home)
         for bind in binds:  # mount points under $HOME (a Python under /root) are the server's own
             if bind.dest.is_relative_to(home) and bind.dest != Path(home):
@@ -176,7 +193,10 @@ class Confinement:
         if self.drop_to is not None:
             for folder, _, _ in os.walk(private):
                 os.chown(folder, *self.drop_to)
-        server_env = {**env, "TMPDIR": "/tmp"}
+        # The checkout and venvs are read-only here, so Python could never save what it compiles and
+        # would compile every import at each start (pandas alone takes seconds): servers share one
+        # bytecode folder instead, which the gateway itself never reads.
+        server_env = {**env, "TMPDIR": "/tmp", "PYTHONPYCACHEPREFIX": str(_bytecode_cache(env))}
         return Launch([*self._bwrap(binds, server_env), *self._as_server(), *argv], server_env, private)
 
     def _binds(self, argv: list[str], env: Mapping[str, str], private: Path, home: str) -> list[Bind]:
@@ -191,6 +211,7 @@ class Confinement:
         cache = _http_cache_file(env)
         if cache is not None and cache.parent.is_dir():
             binds.append(Bind(cache.parent, cache.parent, writable=True))
+        binds.append(Bind(_bytecode_cache(env), _bytecode_cache(env), writable=True))
         for path in _named_paths(env):
             binds.append(Bind(path, path))
         if env.get("DISPLAY") and Path("/tmp/.X11-unix").is_dir():  # the --vnc view's X server
@@ -288,6 +309,11 @@ def _http_cache_file(env: Mapping[str, str]) -> Path | None:
         return Path(os.path.realpath(Path(configured).expanduser()))
     base = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME") or Path.home()) / ".cache")
     return Path(os.path.realpath(base)) / "gaia-env" / "http-cache.sqlite"
+
+
+def _bytecode_cache(env: Mapping[str, str]) -> Path:
+    base = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME") or Path.home()) / ".cache")
+    return Path(os.path.realpath(base)) / "gaia-env" / "pycache"
 
 
 def _named_paths(env: Mapping[str, str]) -> list[Path]:

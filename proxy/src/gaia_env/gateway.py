@@ -77,7 +77,7 @@ class Gateway:
             hand_over=self.confinement.hand_over if self.confinement else None,
         )
         if self.confinement:
-            self.confinement.prepare_host(env)
+            self.confinement.prepare_host(env, own_root=config.own_root)
         self.server_uid = self.confinement.check(env) if self.confinement else os.geteuid()
         """The uid servers run as (checked by starting one confined Python)."""
         self.owners = SessionOwners(config.replica, config.owners_url, config.session_ttl)
