@@ -20,7 +20,7 @@ from jsonschema.exceptions import SchemaError, ValidationError
 
 from . import catalog
 from .capacity import ReplicaPlan, available_cores, format_plan, replica_plan
-from .confine import Confinement
+from .confine import CONFINE_ENV, Confinement
 from .errors import GatewayError, SelectionError, UnknownTool
 from .metrics import Metrics
 from .ownership import Replica, SessionGone, SessionOwners
@@ -60,6 +60,7 @@ class Gateway:
         env = _server_env(config)
         self.confinement = Confinement.from_env(env)
         """None when GAIA_SERVER_CONFINE=0; else how every server process is confined (confine.py)."""
+        env[CONFINE_ENV] = "1" if self.confinement else "0"  # what each ServerProcess obeys
         self.plans: dict[str, ReplicaPlan] = {
             sid: replica_plan(spec, self.cores) for sid, spec in specs.items()
         }

@@ -21,7 +21,7 @@ from typing import Any
 
 import psutil
 
-from .confine import Confinement, Launch
+from .confine import CONFINE_ENV, Confinement, Launch
 from .errors import GatewayError
 from .logs import ServerLog
 
@@ -314,8 +314,10 @@ class ServerProcess:
 
 
 def confined_launch(argv: list[str], env: Mapping[str, str], name: str) -> Launch:
-    """How the server starts: inside its confinement (confine.py) unless GAIA_SERVER_CONFINE=0."""
-    confinement = Confinement.from_env(env)
+    """How the server starts: confined (confine.py) when its environment says GAIA_SERVER_CONFINE=1,
+    as the gateway's always does unless the operator turned it off (the gateway also prepares the
+    host for it); a process started with an environment that does not say so runs plain."""
+    confinement = Confinement.from_env(env) if env.get(CONFINE_ENV) == "1" else None
     return confinement.launch(argv, env, name) if confinement else Launch(list(argv), dict(env))
 
 
