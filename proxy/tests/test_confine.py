@@ -49,6 +49,9 @@ def test_the_command_shows_the_workspace_root_writable_and_the_dataset_read_only
         assert not sources & {"/", "/root", "/home", "/etc", "/etc/shadow", "/proc", "/tmp"}
         assert argv[-3:] == [sys.executable, "-m", "some_server"]
         assert launch.env["TMPDIR"] == "/tmp" and launch.env["PYTHONPYCACHEPREFIX"].endswith("pycache")
+        quiet = confinement.launch(["true"], {**env, "PYTHONDONTWRITEBYTECODE": "1"}, "quiet")
+        quiet.cleanup()
+        assert "PYTHONPYCACHEPREFIX" not in quiet.env  # it would hide the .pyc files beside the sources
         if os.geteuid() == 0:  # root: no user namespace, setpriv drops to the uid after /proc is mounted
             assert "--unshare-user" not in argv and "--reuid=4321" in " ".join(argv)
         else:

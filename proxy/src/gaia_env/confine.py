@@ -193,10 +193,13 @@ class Confinement:
         if self.drop_to is not None:
             for folder, _, _ in os.walk(private):
                 os.chown(folder, *self.drop_to)
-        # The checkout and venvs are read-only here, so Python could never save what it compiles and
-        # would compile every import at each start (pandas alone takes seconds): servers share one
-        # bytecode folder instead, which the gateway itself never reads.
-        server_env = {**env, "TMPDIR": "/tmp", "PYTHONPYCACHEPREFIX": str(_bytecode_cache(env))}
+        server_env = {**env, "TMPDIR": "/tmp"}
+        if not env.get("PYTHONDONTWRITEBYTECODE"):
+            # The checkout and venvs are read-only here, so Python could never save what it compiles
+            # and would compile every import at each start (pandas alone takes seconds): servers
+            # share one bytecode folder instead, which the gateway itself never reads. Not when
+            # writing bytecode is off: the prefix would hide the .pyc files beside the sources.
+            server_env["PYTHONPYCACHEPREFIX"] = str(_bytecode_cache(env))
         return Launch([*self._bwrap(binds, server_env), *self._as_server(), *argv], server_env, private)
 
     def _binds(self, argv: list[str], env: Mapping[str, str], private: Path, home: str) -> list[Bind]:
