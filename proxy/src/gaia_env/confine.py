@@ -37,6 +37,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from gaia_kit.execution.sandbox import root_program_dirs
+
 CONFINE_ENV = "GAIA_SERVER_CONFINE"
 UID_ENV = "GAIA_SERVER_UID"
 DEFAULT_UID = 65534
@@ -231,12 +233,7 @@ class Confinement:
             for cap in ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"):
                 args += ["--cap-add", cap]
         args += ["--ro-bind", "/usr", "/usr", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm"]
-        for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-            host = Path("/") / top
-            if host.is_symlink():
-                args += ["--symlink", os.readlink(host), str(host)]
-            elif host.is_dir():
-                args += ["--ro-bind", str(host), str(host)]
+        args += root_program_dirs()
         args += ["--perms", "0755", "--dir", "/etc"]
         for name in ETC_ENTRIES:
             args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]

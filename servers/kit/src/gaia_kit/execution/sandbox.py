@@ -237,13 +237,7 @@ def _bwrap_command(
     args += [] if network else ["--unshare-net"]
     # As root: no user namespace (see the module docstring); setpriv drops to `uid` inside.
     args += ["--unshare-user", "--cap-drop", "ALL"] if uid is None else []
-    args += ["--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev"]
-    for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-        host = Path("/") / top
-        if host.is_symlink():
-            args += ["--symlink", os.readlink(host), str(host)]
-        elif host.is_dir():
-            args += ["--ro-bind", str(host), str(host)]
+    args += ["--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev", *root_program_dirs()]
     args += ["--perms", "0755", "--dir", "/etc"]
     for name in ETC_ENTRIES:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
@@ -269,6 +263,19 @@ def _bwrap_command(
         drop = [f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all"]
         inner = ["setpriv", *drop, "--bounding-set=-all", "--no-new-privs", "--", *inner]
     return [*args, "--", *inner]
+
+
+def root_program_dirs() -> list[str]:
+    """bubblewrap arguments for /bin, /lib and their kin as the host has them: links into /usr
+    (merged /usr) or read-only folders. The gateway's server confinement uses them too."""
+    args: list[str] = []
+    for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        host = Path("/") / top
+        if host.is_symlink():
+            args += ["--symlink", os.readlink(host), str(host)]
+        elif host.is_dir():
+            args += ["--ro-bind", str(host), str(host)]
+    return args
 
 
 def _mount(kind: list[str], source: Path, dest: Path, made: set[str]) -> list[str]:
