@@ -65,3 +65,19 @@ def test_opting_out_is_read_from_the_environment() -> None:
     assert Confinement.from_env({"GAIA_SERVER_CONFINE": "0"}) is None
     assert Confinement.from_env({"GAIA_SERVER_CONFINE": "off"}) is None
     assert Confinement.from_env({}) is not None
+
+
+def test_a_home_that_is_the_root_or_the_checkout_is_not_hidden(tmp_path: Path) -> None:
+    from gaia_env.registry import REPO_ROOT
+
+    env = {"GAIA_WORKSPACE_ROOT": str(tmp_path), "GAIA_SERVER_CONFINE": "1"}
+    confinement = Confinement.from_env(env)
+    for home, expected in (
+        ("/", "/tmp"),
+        (str(REPO_ROOT), "/tmp"),
+        ("relative", "/tmp"),
+        ("/home/gaia", "/home/gaia"),
+    ):
+        launch = confinement.launch(["true"], {**env, "HOME": home}, "home")
+        launch.cleanup()
+        assert launch.env["HOME"] == expected, home

@@ -182,7 +182,7 @@ class Confinement:
         safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in name)
         self.private_base.mkdir(mode=0o700, exist_ok=True)
         private = Path(tempfile.mkdtemp(prefix=f"{safe}-", dir=self.private_base))
-        home = env.get("HOME") or "/tmp"
+        home = _private_home(env.get("HOME", ""), argv, env, self)
         pycache = _bytecode_cache(env)
         pycache.mkdir(parents=True, exist_ok=True)
         if self.drop_to is not None and pycache.stat().st_uid != self.drop_to[0]:
@@ -195,7 +195,7 @@ class Confinement:
         if self.drop_to is not None:
             for folder, _, _ in os.walk(private):
                 os.chown(folder, *self.drop_to)
-        server_env = {**env, "TMPDIR": "/tmp"}
+        server_env = {**env, "TMPDIR": "/tmp", "HOME": home}
         if not env.get("PYTHONDONTWRITEBYTECODE"):
             # The checkout and venvs are read-only here, so Python could never save what it compiles
             # and would compile every import at each start (pandas alone takes seconds): servers
@@ -269,6 +269,15 @@ _OPT_OUT = (
     "set GAIA_SERVER_CONFINE=0 to run servers without confinement (they then see the whole host "
     "as the gateway's user)."
 )
+
+
+def _private_home(home: str, argv: list[str], env: Mapping[str, str], confinement: Confinement) -> str:
+    """$HOME as the gateway has it, made the server's private folder there; /tmp when that path is
+    `/`, relative, or a folder the server must see as it is (a checkout or workspace root there)."""
+    shown = {*_runtime_roots(argv, env), confinement.workspace_root, confinement.dataset}
+    if not home.startswith("/") or Path(home) == Path("/") or Path(os.path.realpath(home)) in shown:
+        return "/tmp"
+    return home
 
 
 def _server_ids(value: str) -> tuple[int, int]:
