@@ -1,11 +1,11 @@
 """What confining a server costs (issue 22): start-up and per-call time, confined against plain.
 
 The probe server (tests/fixtures/probe_server.py) and terminal-server (its sandbox nests inside the
-confinement) are started the way the gateway starts them (ServerProcess), alternately confined
-(GAIA_SERVER_CONFINE=1, the default) and plain (=0), so both see the same machine load; each
-ratio is confined / plain from one run.
+confinement) are started the way the gateway starts them (ServerProcess), confined
+(GAIA_SERVER_CONFINE=1, the default) and plain (=0). Every start and every call is taken in turn in
+both modes, so both meet the same moment's load; each ratio is confined / plain (medians), one run.
 
-uv run python benchmarks/server_confinement.py [--starts 5] [--calls 200] [--commands 20]
+uv run python benchmarks/server_confinement.py [--starts 10] [--calls 300] [--commands 30]
 """
 
 from __future__ import annotations
@@ -28,6 +28,11 @@ SERVERS = {
     "probe": [sys.executable, str(ROOT / "tests" / "fixtures" / "probe_server.py")],
     "terminal-server": [sys.executable, "-m", "terminal_server"],
 }
+LABELS = {
+    "start": "probe server: spawn to tools listed",
+    "echo": "probe `echo` call",
+    "command": "terminal-server `echo 1` (its sandbox nested inside)",
+}
 
 
 async def start(name: str, env: dict[str, str]) -> tuple[ServerProcess, float]:
@@ -44,30 +49,34 @@ async def call(process: ServerProcess, tool: str, arguments: dict, meta: dict) -
     return time.perf_counter() - began
 
 
-async def measure(env: dict[str, str], args: argparse.Namespace, workspace: Path) -> dict[str, list[float]]:
+async def measure(envs: dict[str, dict[str, str]], args: argparse.Namespace, workspace: Path) -> dict:
+    """Each measurement in turn in every mode."""
     meta = {SESSION_ID_KEY: "bench", WORKSPACE_KEY: str(workspace)}
-    found: dict[str, list[float]] = {"start": [], "echo": [], "command": []}
+    found: dict[str, dict[str, list[float]]] = {mode: {key: [] for key in LABELS} for mode in envs}
     for _ in range(args.starts):
-        process, took = await start("probe", env)
-        found["start"].append(took)
-        await process.stop()
-    process, _ = await start("probe", env)
+        for mode, env in envs.items():
+            process, took = await start("probe", env)
+            found[mode]["start"].append(took)
+            await process.stop()
+    probes = {mode: (await start("probe", env))[0] for mode, env in envs.items()}
+    terminals = {mode: (await start("terminal-server", env))[0] for mode, env in envs.items()}
     for _ in range(args.calls):
-        found["echo"].append(await call(process, "echo", {"text": "x"}, meta))
-    await process.stop()
-    terminal, _ = await start("terminal-server", env)
+        for mode, process in probes.items():
+            found[mode]["echo"].append(await call(process, "echo", {"text": "x"}, meta))
+    command = {"command": "echo 1", "output_format": "text"}
     for _ in range(args.commands):
-        took = await call(terminal, "execute_command", {"command": "echo 1", "output_format": "text"}, meta)
-        found["command"].append(took)
-    await terminal.stop()
+        for mode, process in terminals.items():
+            found[mode]["command"].append(await call(process, "execute_command", command, meta))
+    for process in [*probes.values(), *terminals.values()]:
+        await process.stop()
     return found
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--starts", type=int, default=5)
-    parser.add_argument("--calls", type=int, default=200)
-    parser.add_argument("--commands", type=int, default=20)
+    parser.add_argument("--starts", type=int, default=10)
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--commands", type=int, default=30)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root, dataset = Path(tmp) / "workspaces", Path(tmp) / "dataset"
@@ -79,25 +88,15 @@ async def main() -> None:
         confinement.prepare_host(base)
         confinement.hand_over(root / "s-bench")
         uid = confinement.check(base)
-        results = {"confined": [], "plain": []}
-        for _ in range(2):  # alternate, so both meet the same load
-            for mode, flag in (("confined", "1"), ("plain", "0")):
-                results[mode].append(
-                    await measure({**base, "GAIA_SERVER_CONFINE": flag}, args, root / "s-bench")
-                )
-    print(
-        f"servers confined as uid {uid}; median (p90) over {args.starts * 2} starts, {args.calls * 2} calls"
-    )
+        envs = {
+            mode: {**base, "GAIA_SERVER_CONFINE": flag} for mode, flag in (("plain", "0"), ("confined", "1"))
+        }
+        results = await measure(envs, args, root / "s-bench")
+    print(f"servers confined as uid {uid}; median (p90): {args.starts} starts, {args.calls} calls per mode")
     print("| what | plain | confined | confined / plain |")
     print("|---|---|---|---|")
-    labels = {
-        "start": "probe server: spawn to tools listed",
-        "echo": "probe `echo` call",
-        "command": "terminal-server `echo 1` (sandbox nested)",
-    }
-    for key, label in labels.items():
-        plain = [v for run in results["plain"] for v in run[key]]
-        confined = [v for run in results["confined"] for v in run[key]]
+    for key, label in LABELS.items():
+        plain, confined = results["plain"][key], results["confined"][key]
         ratio = statistics.median(confined) / statistics.median(plain)
         print(f"| {label} | {_ms(plain)} | {_ms(confined)} | {ratio:.2f} |")
 
