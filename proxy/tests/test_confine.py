@@ -59,6 +59,8 @@ def test_the_command_shows_the_workspace_root_writable_and_the_dataset_read_only
     finally:
         launch.cleanup()
     assert not launch.private.exists()
+    confinement.forget_private_base()
+    assert not confinement.private_base.exists()
 
 
 def test_opting_out_is_read_from_the_environment() -> None:

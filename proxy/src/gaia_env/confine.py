@@ -25,6 +25,7 @@ GAIA_SERVER_CONFINE=0 runs servers as plain subprocesses, for platforms without 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -117,6 +118,11 @@ class Confinement:
         digest = hashlib.sha256(str(self.workspace_root).encode()).hexdigest()[:12]
         return Path(tempfile.gettempdir()) / f"gaia-env-servers-{digest}"
 
+    def forget_private_base(self) -> None:
+        """Remove the folder of private /tmp folders once its servers are gone (if it is empty)."""
+        with contextlib.suppress(OSError):
+            self.private_base.rmdir()
+
     # -- the host side ------------------------------------------------------------------------
 
     def hand_over(self, path: Path) -> None:
@@ -164,6 +170,7 @@ class Confinement:
         try:
             answer = json.loads(done.stdout.strip().splitlines()[-1])
         except (ValueError, IndexError):
+            self.forget_private_base()
             detail = (
                 done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"
             )
@@ -172,6 +179,7 @@ class Confinement:
                 f"seccomp=unconfined --security-opt systempaths=unconfined, or enable user namespaces; {_OPT_OUT}"
             ) from None
         if answer["problems"]:
+            self.forget_private_base()
             raise ConfinementUnavailable(f"A confined server {'; '.join(answer['problems'])}.")
         return int(answer["uid"])
 

@@ -110,6 +110,8 @@ class Gateway:
         if self._reaper:
             self._reaper.cancel()
         await asyncio.gather(*(p.close() for p in self.pools.values()), return_exceptions=True)
+        if self.confinement:
+            self.confinement.forget_private_base()
         # The owner records stay: a session of this run that comes back must hear it is gone.
         self._closing = True
         await self.sessions.close()
