@@ -22,6 +22,7 @@ import importlib.util
 import json
 import logging
 import math
+import os
 import re
 import shutil
 import statistics
@@ -536,6 +537,9 @@ def serving(tmp: Path, only: set[str] = frozenset()) -> Iterator[tuple[Meter, Co
             # The session's workspace, the only one: answers never name it, so the file system does.
             (workspace,) = (p for p in gateway.workspace_root.iterdir() if not p.name.startswith("."))
             (workspace / "fs").mkdir(parents=True, exist_ok=True)
+            # The folder belongs to whoever owns the workspace: the servers' uid when the gateway
+            # runs as root and confines them (docs/gateway.md, "Servers see only what they serve").
+            os.chown(workspace / "fs", workspace.stat().st_uid, workspace.stat().st_gid)
             yield meter, Context(workspace, web.url(""), site.url(""), book)
         finally:
             gateway.stop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -64,6 +65,16 @@ class RunningGateway:
 
     def server_pids(self) -> list[int]:
         return [p.pid for p in psutil.Process(self.proc.pid).children(recursive=True)]
+
+    def server_process(self, server: str, replica: int = 0) -> psutil.Process:
+        """A replica's server process as the host sees it: under the bubblewrap that confines it
+        (the replica pid /ready reports), the Python running the server's program."""
+        top = psutil.Process(self.status()["servers"][server]["replicas"][replica]["pid"])
+        for proc in [top, *top.children(recursive=True)]:
+            with contextlib.suppress(psutil.Error):
+                if Path(proc.cmdline()[0]).name.startswith("python"):
+                    return proc
+        raise AssertionError(f"no server process under {server} #{replica} ({top.cmdline()[:3]})")
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")

@@ -319,7 +319,7 @@ def test_logs_are_structured_with_request_ids(real_gateway: RunningGateway) -> N
 
 
 def test_server_killed_mid_call_fails_fast_and_comes_back(probe_gateway: RunningGateway) -> None:
-    pid_before = int(probe_gateway.call("probe-a__whoami")["content"][0]["text"].split()[-1])
+    pid_before = probe_gateway.server_process("probe-a").pid
     results: dict[str, object] = {}
 
     def slow_call() -> None:
@@ -341,21 +341,21 @@ def test_server_killed_mid_call_fails_fast_and_comes_back(probe_gateway: Running
     while time.monotonic() < deadline and probe_gateway.status()["servers"]["probe-a"]["state"] != "ready":
         time.sleep(0.2)
     after = probe_gateway.call("probe-a__whoami")
-    assert not after["isError"] and int(after["content"][0]["text"].split()[-1]) != pid_before
+    assert not after["isError"] and probe_gateway.server_process("probe-a").pid != pid_before
     assert probe_gateway.status()["servers"]["probe-a"]["restarts"] >= 1
 
 
-def _pid_of(gateway: RunningGateway, tool: str = "probe-a__whoami") -> int | None:
-    """The replica's pid, or None while it is being restarted (a busy answer)."""
+def _pid_of(gateway: RunningGateway, tool: str = "probe-a__whoami") -> str | None:
+    """The replica process's INSTANCE, or None while it is being restarted (a busy answer)."""
     reply = gateway.rpc("tools/call", {"name": tool, "arguments": {}}).json()
     if "error" in reply:
         assert reply["error"]["code"] == BUSY and "retry after" in reply["error"]["message"], reply
         return None
     result = reply["result"]
-    return None if result["isError"] else int(result["content"][0]["text"].split()[-1])
+    return None if result["isError"] else result["content"][0]["text"].split()[-1]
 
 
-def _wait_for_new_pid(gateway: RunningGateway, old: int, within: float = 30) -> int:
+def _wait_for_new_pid(gateway: RunningGateway, old: str, within: float = 30) -> str:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         pid = _pid_of(gateway)
@@ -366,23 +366,25 @@ def _wait_for_new_pid(gateway: RunningGateway, old: int, within: float = 30) -> 
 
 
 def test_hung_server_times_out_and_is_restarted(probe_gateway: RunningGateway) -> None:
-    pid_before = _pid_of(probe_gateway)
+    instance_before = _pid_of(probe_gateway)
+    pid_before = probe_gateway.server_process("probe-a").pid
     started = time.monotonic()
     reply = probe_gateway.call("probe-a__freeze", {"seconds": 60})
     assert reply["isError"]
     text = reply["content"][0]["text"]
     assert "freeze" in text and "probe-a" in text and "4 s" in text
     assert time.monotonic() - started < 10
-    _wait_for_new_pid(probe_gateway, pid_before)
+    _wait_for_new_pid(probe_gateway, instance_before)
     assert not psutil.pid_exists(pid_before) or psutil.Process(pid_before).status() == psutil.STATUS_ZOMBIE
     assert "not even a ping" in probe_gateway.status()["servers"]["probe-a"]["last_error"]
 
 
 def test_a_stopped_server_is_detected_and_restarted(probe_gateway: RunningGateway) -> None:
-    pid_before = _pid_of(probe_gateway)
+    instance_before = _pid_of(probe_gateway)
+    pid_before = probe_gateway.server_process("probe-a").pid
     restarts = probe_gateway.status()["servers"]["probe-a"]["restarts"]
     os.kill(pid_before, signal.SIGSTOP)  # hung_after_s = 3 in the probe registry
-    _wait_for_new_pid(probe_gateway, pid_before)
+    _wait_for_new_pid(probe_gateway, instance_before)
     assert probe_gateway.status()["servers"]["probe-a"]["restarts"] == restarts + 1
     assert not psutil.pid_exists(pid_before) or psutil.Process(pid_before).status() == psutil.STATUS_ZOMBIE
 
@@ -428,9 +430,11 @@ def test_crash_loop_marks_server_failed_and_gateway_stays_up(gateway_factory, tm
 def test_shutdown_leaves_no_process_behind(gateway_factory, tmp_path) -> None:
     registry = write_registry(tmp_path / "probe.toml", PROBE_REGISTRY)
     gateway = gateway_factory("--config", str(registry))
-    grandchild = int(gateway.call("probe-a__spawn_child")["content"][0]["text"])
+    assert not gateway.call("probe-a__spawn_child")["isError"]
     family = gateway.server_pids()
-    assert grandchild in family and len(family) >= 4
+    # The grandchild left the server's process group (its pid in the reply is the one inside the
+    # server's PID namespace); the host sees it by its command line.
+    assert any(_cmdline(pid) == ["sleep", "300"] for pid in family) and len(family) >= 4
     assert gateway.stop() in (0, -signal.SIGTERM)  # uvicorn re-raises the signal it handled
     time.sleep(0.5)
     alive = [
@@ -439,6 +443,13 @@ def test_shutdown_leaves_no_process_behind(gateway_factory, tmp_path) -> None:
         if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     ]
     assert alive == []
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        return psutil.Process(pid).cmdline()
+    except psutil.Error:
+        return []
 
 
 def test_past_capacity_calls_are_refused_fast_with_retry_after(gateway_factory, tmp_path) -> None:
@@ -532,7 +543,7 @@ def test_idle_sessions_expire_and_lose_their_workspace(gateway_factory, tmp_path
 
 
 def test_only_the_replica_a_session_used_is_told_when_it_ends(probe_gateway: RunningGateway) -> None:
-    ended_log = probe_gateway.workspace_root.parent / "ended-sessions.log"
+    ended_log = probe_gateway.workspace_root / ".ended-sessions.log"
     erin = {"X-Session-Id": "erin"}
     home = probe_gateway.call("probe-b__whoami", headers=erin)["content"][0]["text"].split()[-1]
     assert not probe_gateway.call("probe-a__echo", {"text": "x"}, headers=erin)["isError"]
@@ -545,7 +556,7 @@ def test_only_the_replica_a_session_used_is_told_when_it_ends(probe_gateway: Run
 
 
 def test_a_sessionless_call_tells_only_the_server_it_used(probe_gateway: RunningGateway) -> None:
-    ended_log = probe_gateway.workspace_root.parent / "ended-sessions.log"
+    ended_log = probe_gateway.workspace_root / ".ended-sessions.log"
     before = ended_log.read_text().splitlines() if ended_log.exists() else []
     for _ in range(3):
         assert not probe_gateway.call("probe-a__echo", {"text": "x"})["isError"]

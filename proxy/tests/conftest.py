@@ -22,6 +22,14 @@ from starlette.types import ASGIApp
 PROBE_SPEC = ServerSpec(id="probe", command=("{python}", str(PROBE)), replicas=1, timeout=20)
 
 
+@pytest.fixture(autouse=True)
+def plain_servers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process gateways here run their servers unconfined: their datasets are pytest's 0700
+    folders, which the servers' uid could not read. Confinement is tested through real gateways
+    (tests/test_server_confinement.py, and every end-to-end test, which run confined)."""
+    monkeypatch.setenv("GAIA_SERVER_CONFINE", "0")
+
+
 @pytest.fixture
 def probe_env(kit_env: SimpleNamespace) -> dict[str, str]:
     return {**os.environ, "PYTHONUNBUFFERED": "1"}

@@ -39,7 +39,7 @@ async def until(pool: ServerPool, condition: Callable[[], bool], timeout: float 
 
 async def whoami(pool: ServerPool, session: str, workspace: str) -> tuple[str, int]:
     result = await pool.call("tools/call", params("whoami", session, workspace), session)
-    return text(result), int(text(result).split()[-1])
+    return text(result), int(text(result).split()[2])
 
 
 async def test_calls_reuse_the_replicas_persistent_sessions(start_pool, kit_env) -> None:

@@ -16,6 +16,7 @@ from gaia_kit.core.settings import KitSettings
 
 from . import logs
 from .app import HttpConfig, create_app, is_loopback
+from .confine import ConfinementUnavailable
 from .costs import CostConfigError
 from .gateway import Gateway, GatewayConfig, SelectionError, UnknownTool
 from .registry import DEFAULT_REGISTRY, RegistryError, load_registry, select_enabled
@@ -30,6 +31,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(args.handler(args) or 0)
     except (RegistryError, CostConfigError) as exc:
         sys.exit(f"gaia-env: {exc}")
+    except ConfinementUnavailable as exc:
+        print(f"gaia-env: {exc}", file=sys.stderr)
+        sys.exit(2)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -451,6 +455,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     gateway = make_gateway(args)
     asyncio.run(_with_gateway(gateway, lambda g: None))
     failed = 0
+    if gateway.confinement is None:
+        print(
+            "warn servers are not confined (GAIA_SERVER_CONFINE=0): they see the host as the gateway's user"
+        )
+    else:
+        print(f"ok   servers confined: own namespaces, uid {gateway.server_uid}, dataset read-only")
     for sid, pool in gateway.pools.items():
         check = _server_check(pool.spec.argv(), pool.env)
         missing = check.get("missing", [])

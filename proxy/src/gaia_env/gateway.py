@@ -29,6 +29,7 @@ from jsonschema.exceptions import SchemaError, ValidationError
 
 from . import catalog
 from .capacity import ReplicaPlan, available_cores, format_plan, replica_plan
+from .confine import CONFINE_ENV, Confinement
 from .costs import CostPolicy
 from .errors import GatewayError, SelectionError, UnknownTool
 from .metrics import Metrics
@@ -73,6 +74,9 @@ class Gateway:
         self.known_ids = sorted(set(all_ids or specs) | set(specs))
         self.cores = available_cores()
         env = _server_env(config)
+        self.confinement = Confinement.from_env(env)
+        """None when GAIA_SERVER_CONFINE=0; else how every server process is confined (confine.py)."""
+        env[CONFINE_ENV] = "1" if self.confinement else "0"  # what each ServerProcess obeys
         self.plans: dict[str, ReplicaPlan] = {
             sid: replica_plan(spec, self.cores) for sid, spec in specs.items()
         }
@@ -87,7 +91,12 @@ class Gateway:
             limits=config.session_limits,
             on_refuse=lambda reason: self.metrics.sessions_refused.labels(reason).inc(),
             own_root=config.own_root,
+            hand_over=self.confinement.hand_over if self.confinement else None,
         )
+        if self.confinement:
+            self.confinement.prepare_host(env, own_root=config.own_root)
+        self.server_uid = self.confinement.check(env) if self.confinement else os.geteuid()
+        """The uid servers run as (checked by starting one confined Python)."""
         self.owners = SessionOwners(config.replica, config.owners_url, config.session_ttl)
         self._closing = False
         limits = config.session_limits
@@ -117,6 +126,8 @@ class Gateway:
         if self._reaper:
             self._reaper.cancel()
         await asyncio.gather(*(p.close() for p in self.pools.values()), return_exceptions=True)
+        if self.confinement:
+            self.confinement.forget_private_base()
         # The owner records stay: a session of this run that comes back must hear it is gone.
         self._closing = True
         await self.sessions.close()

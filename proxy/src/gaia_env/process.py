@@ -21,6 +21,7 @@ from typing import Any
 
 import psutil
 
+from .confine import CONFINE_ENV, Confinement, Launch
 from .errors import GatewayError
 from .logs import ServerLog
 
@@ -62,30 +63,43 @@ class ServerProcess:
         self._progress: dict[int, Progress] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._outbox: list[bytes] = []
+        self._launch: Launch | None = None
 
     @property
     def pid(self) -> int | None:
         return self.proc.pid if self.proc else None
 
     def cpu_seconds(self) -> float:
-        """CPU time the server process has used (all its threads), 0 once it is gone."""
+        """CPU time the server and what it started have used (the first process may be bubblewrap
+        holding the server in its namespace), 0 once it is gone."""
         try:
-            times = psutil.Process(self.proc.pid).cpu_times() if self.proc else None
+            top = psutil.Process(self.proc.pid) if self.proc else None
+            family = [top, *top.children(recursive=True)] if top else []
         except psutil.Error:
             return 0.0
-        return times.user + times.system if times else 0.0
+        total = 0.0
+        for proc in family:
+            with contextlib.suppress(psutil.Error):
+                times = proc.cpu_times()
+                total += times.user + times.system
+        return total
 
     async def start(self, timeout: float) -> list[dict[str, Any]]:
         """Spawn, handshake, and return the server's tools."""
-        self.proc = await asyncio.create_subprocess_exec(
-            *self.argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=self.env,
-            start_new_session=True,  # its own process group, so the whole tree can be killed
-            limit=MAX_LINE_BYTES,
-        )
+        self._launch = confined_launch(self.argv, self.env, self.name)
+        try:
+            self.proc = await asyncio.create_subprocess_exec(
+                *self._launch.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=self._launch.env,
+                start_new_session=True,  # its own process group, so the whole tree can be killed
+                limit=MAX_LINE_BYTES,
+            )
+        except OSError:
+            self._launch.cleanup()
+            raise
         self._tasks = [
             asyncio.create_task(self._read_replies(), name=f"{self.name}-stdout"),
             asyncio.create_task(self._read_stderr(), name=f"{self.name}-stderr"),
@@ -256,6 +270,8 @@ class ServerProcess:
         if self.proc is not None:
             with contextlib.suppress(ProcessLookupError):
                 await self.proc.wait()
+        if self._launch is not None:
+            await asyncio.to_thread(self._launch.cleanup)
         self.exited.set()
         error = ServerGone(self.last_words())
         for future in self._pending.values():
@@ -295,6 +311,14 @@ class ServerProcess:
         """Kill at once (a hung server); the supervisor notices the exit."""
         if self.proc is not None:
             _signal_all(self.proc.pid, _process_tree(self.proc.pid), signal.SIGKILL)
+
+
+def confined_launch(argv: list[str], env: Mapping[str, str], name: str) -> Launch:
+    """How the server starts: confined (confine.py) when its environment says GAIA_SERVER_CONFINE=1,
+    as the gateway's always does unless the operator turned it off (the gateway also prepares the
+    host for it); a process started with an environment that does not say so runs plain."""
+    confinement = Confinement.from_env(env) if env.get(CONFINE_ENV) == "1" else None
+    return confinement.launch(argv, env, name) if confinement else Launch(list(argv), dict(env))
 
 
 def _process_tree(pid: int) -> list[psutil.Process]:

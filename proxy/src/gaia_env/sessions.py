@@ -106,8 +106,11 @@ class SessionStore:
         limits: SessionLimits = SessionLimits(),
         on_refuse: Callable[[str], None] | None = None,
         own_root: bool = False,
+        hand_over: Callable[[Path], None] | None = None,
     ):
         self.root = root
+        self._hand_over = hand_over or (lambda path: None)
+        """Gives a new workspace to the servers' uid when they run as another user (confine.py)."""
         self.idle_ttl = idle_ttl
         self.limits = limits
         self._sessions: dict[str, SessionState] = {}
@@ -280,6 +283,7 @@ class SessionStore:
             state = SessionState(f"{EPHEMERAL_PREFIX}{uuid.uuid4().hex}", self.root / f"e-{uuid.uuid4().hex}")
             state.servers.add(server)
             state.workspace.mkdir(parents=True)
+            self._hand_over(state.workspace)
             try:
                 yield state
             finally:
@@ -291,6 +295,7 @@ class SessionStore:
         state = self.touch(key)
         if not state.made:
             state.workspace.mkdir(parents=True, exist_ok=True)
+            self._hand_over(state.workspace)
             state.made, state.client = True, client
             self._workspaces += 1
             self._per_client[client] += 1

@@ -282,16 +282,23 @@ def _bwrap_command(
 def system_mounts() -> list[str]:
     """bubblewrap arguments for what any program needs to start: /usr, the top-level library and
     binary folders, /proc, /dev and a few files of /etc, all read-only."""
-    args = ["--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev"]
+    args = ["--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev", *root_program_dirs()]
+    args += ["--perms", "0755", "--dir", "/etc"]
+    for name in ETC_ENTRIES:
+        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    return args
+
+
+def root_program_dirs() -> list[str]:
+    """bubblewrap arguments for /bin, /lib and their kin as the host has them: links into /usr
+    (merged /usr) or read-only folders. The gateway's server confinement uses them too."""
+    args: list[str] = []
     for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         host = Path("/") / top
         if host.is_symlink():
             args += ["--symlink", os.readlink(host), str(host)]
         elif host.is_dir():
             args += ["--ro-bind", str(host), str(host)]
-    args += ["--perms", "0755", "--dir", "/etc"]
-    for name in ETC_ENTRIES:
-        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     return args
 
 
