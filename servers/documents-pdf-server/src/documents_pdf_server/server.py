@@ -17,7 +17,7 @@ from gaia_kit.core.args import MaxLength
 from gaia_kit.core.bounded import call_memory_mb, out_of_memory
 from gaia_kit.core.calls import current_call
 from gaia_kit.core.hints import hints
-from gaia_kit.execution.confine import python_roots, run_confined
+from gaia_kit.execution.confine import confined_path, python_roots, run_confined
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
@@ -140,8 +140,13 @@ def _run_worker(request: dict, raw: str) -> dict:
             [sys.executable, "-m", "documents_pdf_server.worker"],
             reads=[Path(request["path"]), *python_roots(), *_tessdata()],
             timeout=DEADLINE_S,
-            input=json.dumps(request).encode(),
-            env={"PDF_PROGRESS_FD": str(progress_out), **_tesseract_env()},
+            input=json.dumps({**request, "path": str(confined_path(Path(request["path"]), 0))}).encode(),
+            # the sandbox passes none of the server's environment: the worker's memory limit travels here
+            env={
+                "PDF_PROGRESS_FD": str(progress_out),
+                "GAIA_CALL_MEMORY_MB": str(call_memory_mb()),
+                **_tesseract_env(),
+            },
             pass_fds=(progress_out,),
             tick=lambda: _relay_progress(progress_in),
         )

@@ -71,7 +71,11 @@ def run_confined(
     if problem:
         raise SandboxUnavailable(problem)
     program = Path(args[0]).name
-    with _opened(reads, program) as read_fds, _opened(writes, program) as write_fds:
+    with _opened(reads, program) as read_fds, _opened(writes, program, first=len(reads)) as write_fds:
+        # A file handed over as an open descriptor (/proc/<pid>/fd/N) cannot appear at that name
+        # under the sandbox's own /proc: it is shown at its mount point instead.
+        shown = {source: str(dest) for _, source, dest in [*read_fds, *write_fds] if source != str(dest)}
+        args = [shown.get(arg, arg) for arg in args]
         command = _bwrap_command(args, read_fds, write_fds, environment)
         return run_in_group(
             command,
@@ -80,7 +84,7 @@ def run_confined(
             merge_stderr=merge_stderr,
             input=input,
             tick=tick,
-            pass_fds=(*pass_fds, *(fd for fd, _ in [*read_fds, *write_fds])),
+            pass_fds=(*pass_fds, *(fd for fd, _, _ in [*read_fds, *write_fds])),
         )
 
 
@@ -95,24 +99,45 @@ def python_roots() -> list[Path]:
     ]
 
 
+FD_MOUNTS = Path("/run/gaia-files")
+"""Where files handed over as open descriptors are shown inside the sandbox."""
+
+
+def confined_path(path: Path, index: int) -> Path:
+    """Where the sandbox shows the `index`-th of run_confined's reads (then writes): the same path,
+    or under FD_MOUNTS for a file handed over as an open descriptor. Arguments are rewritten
+    already; a program told the path another way (its stdin) needs this."""
+    absolute = Path(os.path.abspath(path))
+    return FD_MOUNTS / str(index) if _descriptor_path(absolute) else absolute
+
+
+def _descriptor_path(path: Path) -> bool:
+    """/proc/<pid>/fd/N (gaia_kit.core.openat.shared_fd_path): a file already opened safely."""
+    parts = path.parts
+    return len(parts) == 5 and parts[1] == "proc" and parts[3] == "fd"
+
+
 @contextlib.contextmanager
-def _opened(paths: Sequence[Path], program: str) -> Iterator[list[tuple[int, Path]]]:
-    """An O_PATH descriptor for each path, its last component never a symlink followed."""
-    opened: list[tuple[int, Path]] = []
+def _opened(paths: Sequence[Path], program: str, first: int = 0) -> Iterator[list[tuple[int, str, Path]]]:
+    """(an O_PATH descriptor, the path as given, where the sandbox shows it) for each path; the last
+    component is never a symlink followed, but for an open descriptor's own /proc entry."""
+    opened: list[tuple[int, str, Path]] = []
     try:
-        for path in paths:
+        for index, path in enumerate(paths, start=first):
             absolute = Path(os.path.abspath(path))
+            descriptor = _descriptor_path(absolute)
+            flags = os.O_PATH | os.O_CLOEXEC | (0 if descriptor else os.O_NOFOLLOW)
             try:
-                fd = os.open(absolute, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+                fd = os.open(absolute, flags)
             except OSError as exc:
                 raise _moved(absolute, program, exc.strerror) from None
-            opened.append((fd, absolute))
+            opened.append((fd, str(path), confined_path(absolute, index)))
             # O_PATH with O_NOFOLLOW opens a link itself instead of failing: refuse it here.
             if stat.S_ISLNK(os.fstat(fd).st_mode):
                 raise _moved(absolute, program, "it is a symbolic link")
         yield opened
     finally:
-        for fd, _ in opened:
+        for fd, _, _ in opened:
             os.close(fd)
 
 
@@ -126,7 +151,10 @@ def _moved(path: Path, program: str, why: str | None) -> ToolFailure:
 
 
 def _bwrap_command(
-    args: list[str], reads: list[tuple[int, Path]], writes: list[tuple[int, Path]], env: dict[str, str]
+    args: list[str],
+    reads: list[tuple[int, str, Path]],
+    writes: list[tuple[int, str, Path]],
+    env: dict[str, str],
 ) -> list[str]:
     command = ["bwrap", "--die-with-parent", "--new-session", "--hostname", "gaia-decoder"]
     command += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try"]
@@ -136,9 +164,9 @@ def _bwrap_command(
     # /tmp is memory: bounded as the code sandbox's is (GAIA_SANDBOX_TMP_MB).
     tmp_bytes = get_sandbox_settings().tmp_mb * 1024 * 1024
     command += [*system_mounts(), "--size", str(tmp_bytes), "--perms", "1777", "--tmpfs", "/tmp"]
-    for fd, path in reads:
+    for fd, _, path in reads:
         command += ["--ro-bind-fd", str(fd), str(path)]
-    for fd, path in writes:
+    for fd, _, path in writes:
         command += ["--bind-fd", str(fd), str(path)]
     command += ["--chdir", "/tmp", "--clearenv"]
     for key, value in env.items():
