@@ -59,16 +59,14 @@ def test_main_ppo_trains_grpo_steps_on_cpu_through_the_gateway(tmp_path: Path) -
     assert [s["step"] for s in steps] == list(range(1, STEPS + 1)), log_text[-3000:]
     rollouts_dir, validation_dir = verl_cpu.dump_dirs(metrics_file)
     rollouts, validation = verl_cpu.read_dump(rollouts_dir), verl_cpu.read_dump(validation_dir)
-    # The policy's own calls reached the gateway: the warm start's were counted before main_ppo began.
-    served = after - before
-    assert served > 0, (
-        f"no tool call of the policy reached the gateway; an episode: {rollouts[1][0]['output']!r}"
-    )
-    # verl's dump of every training episode (decoded), one file a step: the real server's output is in
-    # some responses (its header, "# CSV: <file>"), so what the policy read came from the tool, not from the loop.
     assert sorted(rollouts) == list(range(1, STEPS + 1))
     outputs = [e["output"] for step in rollouts.values() for e in step]
     assert len(outputs) == STEPS * 3 * verl_cpu.GROUP
+    # The policy's own calls reached the gateway: the warm start's were counted before main_ppo began.
+    served = after - before
+    assert served > 0, f"no tool call of the policy reached the gateway; episodes: {outputs[:2]!r}"
+    # verl's dump of every training episode (decoded), one file a step: the real server's output is in
+    # some responses (its header, "# CSV: <file>"), so what the policy read came from the tool.
     assert any("<tool_response>\n# CSV: " in o for o in outputs), outputs[:3]
     # Some episodes answered right: the reward is not 0 everywhere, so GRPO has something to learn from.
     assert max(step["data"]["critic/score/max"] for step in steps) > 0, outputs[:3]
