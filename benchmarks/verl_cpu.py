@@ -4,8 +4,10 @@ The run of tests/test_verl_main_ppo.py, measured: a real `gaia-env serve` (csv a
 the demo data; a tiny model built on the spot and warm-started on scripted episodes through it; then
 `trainer/scripts/run.sh` with DEVICE=cpu: verl 0.9.1's default (v1) trainer with its FSDP actor on
 gloo, the agent loop `gaia_agent`, the transformers rollout engine and the reward `gaia_train.reward`.
-Prints, per step, the reward verl logged, the step time and where it went, and the gateway's tool
-calls; `--json` writes the numbers and every metric verl logged.
+Prints, per step, the reward verl logged, the step time and where it went, the episodes' turns and
+how many of them read a tool's response (verl's rollout dump); the gateway's tool calls served during
+main_ppo (after the warm start's); and validation's gaia metrics per data_source. `--json` writes the
+numbers and every metric verl logged.
 
     uv run --no-sync python benchmarks/verl_cpu.py              # 3 steps
     uv run --no-sync python benchmarks/verl_cpu.py --steps 6 --json /tmp/verl_cpu.json
@@ -74,10 +76,13 @@ def main() -> int:
             print(f"main_ppo exited with {proc.returncode}; its log is above", file=sys.stderr)
             return 1
         steps = verl_cpu.read_metrics(metrics_file)
+        rollouts = verl_cpu.read_dump(verl_cpu.dump_dirs(metrics_file)[0])
 
     print(f"main_ppo: {len(steps)} GRPO steps in {wall:.0f} s (Ray, workers and model start included)")
-    print(f"gateway: {calls:.0f} tool calls served during the run")
+    print(f"gateway: {calls:.0f} tool calls served during the run (the warm start's not counted)")
+    print(f"turn cap: {inputs.turn_tokens} tokens (the warm start's longest turn: {inputs.longest_turn})")
     header = "step  reward/mean  min  max  step s  " + "  ".join(f"{p} s" for p in PHASES)
+    header += "  turns  read a tool  reward>0"
     print(header)
     rows = []
     for step in steps:
@@ -91,14 +96,34 @@ def main() -> int:
             "step_s": data["timing_s/step"],
             **{f"{p}_s": v for p, v in phases.items()},
         }
+        episodes = rollouts.get(step["step"], [])
+        row["turns_mean"] = data["num_turns/mean"]
+        row["episodes"] = len(episodes)
+        row["read_a_tool"] = sum("<tool_response>" in e["output"] for e in episodes)
+        row["rewarded"] = sum(e["score"] > 0 for e in episodes)
         rows.append(row)
         print(
             f"{row['step']:4d}  {row['reward_mean']:11.3f}  {row['reward_min']:3.1f}  {row['reward_max']:3.1f}  "
-            f"{row['step_s']:6.1f}  " + "  ".join(f"{phases[p]:{len(p) + 2}.1f}" for p in PHASES)
+            f"{row['step_s']:6.1f}  "
+            + "  ".join(f"{phases[p]:{len(p) + 2}.1f}" for p in PHASES)
+            + f"  {row['turns_mean']:5.1f}  {row['read_a_tool']:4d} of {row['episodes']:<3d}  {row['rewarded']:8d}"
         )
+    validation = {k: v for k, v in steps[-1]["data"].items() if k.startswith(("val-core/", "val-aux/gaia"))}
+    for key in sorted(validation):
+        print(f"{key}: {validation[key]:.3f}")
     if args.json:
         args.json.write_text(
-            json.dumps({"wall_s": wall, "tool_calls": calls, "steps": rows, "verl_metrics": steps}, indent=1)
+            json.dumps(
+                {
+                    "wall_s": wall,
+                    "tool_calls": calls,
+                    "turn_tokens": inputs.turn_tokens,
+                    "steps": rows,
+                    "validation": validation,
+                    "verl_metrics": steps,
+                },
+                indent=1,
+            )
         )
     return 0
 

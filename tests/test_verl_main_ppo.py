@@ -5,8 +5,10 @@ spot, warm-started on scripted episodes through it and saved as a Hugging Face f
 DEVICE=cpu starts verl 0.9.1's default (v1) trainer: Ray, the task runner, TransferQueue, the FSDP actor
 (gloo), the agent-loop manager playing `gaia_agent` episodes, the transformers rollout engine, the
 reward loop with `gaia_train.reward`, GRPO advantages, the actor update and the weight sync, for three
-steps. Checked from the outside: verl logged three steps with a reward, actor losses and multi-turn
-episodes, and printed them on its console.
+steps, then one validation. Checked from the outside: the policy's own episodes called tools that the
+gateway served (counted after the warm start) and some earned a reward; verl logged three steps with
+a reward, actor losses and multi-turn episodes, and printed them on its console; verl's episode dumps
+hold the real tool output the policy read; validation reports the gaia metrics per data_source.
 """
 
 from __future__ import annotations
@@ -55,6 +57,20 @@ def test_main_ppo_trains_grpo_steps_on_cpu_through_the_gateway(tmp_path: Path) -
 
     steps = verl_cpu.read_metrics(metrics_file)
     assert [s["step"] for s in steps] == list(range(1, STEPS + 1)), log_text[-3000:]
+    rollouts_dir, validation_dir = verl_cpu.dump_dirs(metrics_file)
+    rollouts, validation = verl_cpu.read_dump(rollouts_dir), verl_cpu.read_dump(validation_dir)
+    assert sorted(rollouts) == list(range(1, STEPS + 1))
+    outputs = [e["output"] for step in rollouts.values() for e in step]
+    assert len(outputs) == STEPS * 3 * verl_cpu.GROUP
+    # The policy's own calls reached the gateway: the warm start's were counted before main_ppo began.
+    served = after - before
+    assert served > 0, f"no tool call of the policy reached the gateway; episodes: {outputs[:2]!r}"
+    # verl's dump of every training episode (decoded), one file a step: the real server's output is in
+    # some responses (its header, "# CSV: <file>"), so what the policy read came from the tool.
+    assert any("<tool_response>\n# CSV: " in o for o in outputs), outputs[:3]
+    # Some episodes answered right: the reward is not 0 everywhere, so GRPO has something to learn from.
+    assert max(step["data"]["critic/score/max"] for step in steps) > 0, outputs[:3]
+    assert any(e["score"] > 0 for step in rollouts.values() for e in step)
     for step in steps:
         data = step["data"]
         # The reward function's scores, as verl's reward loop computed them for the step's episodes.
@@ -68,10 +84,18 @@ def test_main_ppo_trains_grpo_steps_on_cpu_through_the_gateway(tmp_path: Path) -
         assert data["timing_s/step"] > 0
         # One batch is every demo task, GROUP episodes each; verl counts the sampled responses.
         assert data["response_length/mean"] > 0
-    # The agent loop played multi-turn episodes. Open (docs/trainer.md, "verl's own trainer on a CPU"):
-    # none of their tool calls reaches the gateway yet; only the warm start's scripted episodes do, so
-    # the gateway's counter is reported, not asserted, until that is found.
+    # The agent loop played multi-turn episodes: a call, the tool's response, another turn.
     assert max(step["data"]["num_turns/max"] for step in steps) > 2
-    print(f"tool calls the gateway served during main_ppo: {after - before:g}")
+    # One validation after the last step: the reward's gaia keys per data_source (one per GAIA level),
+    # and in verl's validation dump for each episode.
+    last = steps[-1]["data"]
+    for key in ("gaia_stop", "gaia_tool_calls", "gaia_tool_errors", "gaia_env_fault"):
+        assert any(re.fullmatch(rf"val-aux/gaia/level\d/{key}/mean@1", k) for k in last), sorted(last)
+    assert any(re.fullmatch(r"val-core/gaia/level\d/acc/mean@1", k) for k in last), sorted(last)
+    [episodes] = validation.values()
+    assert len(episodes) == 3 and all(
+        {"gaia_stop", "gaia_tool_calls", "gaia_env_fault"} <= set(e) for e in episodes
+    )
+    print(f"tool calls the gateway served during main_ppo: {served:g}")
     # verl's console logger printed the same steps.
     assert re.search(rf"step:{STEPS} - .*critic/score/mean:", log_text), log_text[-3000:]

@@ -215,6 +215,12 @@ elif [ -n "$MCP_AUTH_TOKEN" ]; then
     "MCP_AUTH_TOKEN_FILE (a file readable on every node) to keep the token out of logs" >&2
 fi
 
+# verl's dumps of every episode, one JSONL a step: the decoded prompt and response with its score
+# (ROLLOUT_DATA_DIR, training), and for validation also the reward's gaia keys (gaia_stop, gaia_tool_calls,
+# gaia_tool_errors, gaia_turns, gaia_env_fault; VALIDATION_DATA_DIR).
+if [ -n "${ROLLOUT_DATA_DIR:-}" ]; then overrides+=(trainer.rollout_data_dir="'$ROLLOUT_DATA_DIR'"); fi
+if [ -n "${VALIDATION_DATA_DIR:-}" ]; then overrides+=(trainer.validation_data_dir="'$VALIDATION_DATA_DIR'"); fi
+
 # Plugins verl imports in every process, Ray actors included (VERL_USE_EXTERNAL_MODULES).
 plugins=()
 if [ "$DEVICE" = "cpu" ]; then

@@ -4,8 +4,8 @@
 and a tiny model built on the spot, warm-started on scripted episodes through the gateway (so that it
 calls the right tool and answers one of the set's answers; see `warm_start`), saved as a Hugging Face
 folder that verl loads like any other model. `run_env` is the environment that sizes run.sh's recipe
-for it (DEVICE=cpu, small batches and budgets, console and file loggers); `read_metrics` reads back what
-verl logged for each step.
+for it (DEVICE=cpu, small batches, a turn cap that holds the model's whole tool call, console and file
+loggers, verl's episode dumps); `read_metrics` and `read_dump` read back what verl logged and dumped.
 """
 
 from __future__ import annotations
@@ -31,6 +31,12 @@ from .tiny_model import TinyModelConfig, build_model, build_tokenizer
 GROUP = 4
 """Episodes per prompt (GRPO's group)."""
 WARM_STEPS = 200
+TURN_SLACK = 16
+"""Tokens a turn may sample beyond the longest scripted turn: a sampled call can run a little longer."""
+REASONING_TOKENS = 64
+"""The tiny model does not think; the smallest continuation worth allowing a turn that opens `<think>`."""
+TOOL_TOKENS = 512
+PROMPT_LENGTH = 1024
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,19 @@ class VerlCpuInputs:
     val: Path
     tasks: int
     warm_start_loss: tuple[float, float]
+    longest_turn: int
+    """Tokens of the longest turn the warm start taught (a whole `<tool_call>` with its file path), as
+    verl's tokenizer encodes it: the turn cap must hold it, or every call is cut and never sent."""
+
+    @property
+    def turn_tokens(self) -> int:
+        return self.longest_turn + TURN_SLACK
+
+    @property
+    def response_length(self) -> int:
+        """Room for every turn at its cap and the tool responses between them (what `budget` checks)."""
+        turns = warm_start.LIMITS.max_turns
+        return turns * (self.turn_tokens + REASONING_TOKENS) + (turns - 1) * TOOL_TOKENS
 
 
 def prepare(work: Path, snapshot: Path, gateway_url: str, seed: int = 0) -> VerlCpuInputs:
@@ -61,18 +80,41 @@ def prepare(work: Path, snapshot: Path, gateway_url: str, seed: int = 0) -> Verl
         raise RuntimeError(f"the saved tokenizer has {len(tokenizer)} tokens, the built one {len(built)}")
     episodes = anyio.run(warm_start.scripted_episodes, rows, tokenizer, mcp)
     # Qwen's word split makes the sequences longer than the built tokenizer's: more steps to fit them.
-    losses = warm_start.warm_start(model, episodes, steps=WARM_STEPS)
+    # One thread: on a shared machine torch's threads (one per core) spin-wait on each other; measured
+    # here at load 20 on 2 cores, a step of this warm start took 11.4 s on 2 threads and 1.3 s on one.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        losses = warm_start.warm_start(model, episodes, steps=WARM_STEPS)
+    finally:
+        torch.set_num_threads(threads)
     model.to(torch.float32).save_pretrained(model_dir)
     frame = pd.DataFrame([task.row for task in rows])
     frame.to_parquet(work / "train.parquet")
     frame.to_parquet(work / "val.parquet")
     return VerlCpuInputs(
-        model_dir, work / "train.parquet", work / "val.parquet", len(rows), (losses[0], losses[-1])
+        model_dir,
+        work / "train.parquet",
+        work / "val.parquet",
+        len(rows),
+        (losses[0], losses[-1]),
+        max(longest_sampled_run(e.tape.response_mask) for e in episodes),
     )
 
 
+def longest_sampled_run(mask: list[int]) -> int:
+    """The most consecutive sampled (mask 1) tokens on a tape: its longest turn."""
+    longest = run = 0
+    for bit in mask:
+        run = run + 1 if bit else 0
+        longest = max(longest, run)
+    return longest
+
+
 def run_env(inputs: VerlCpuInputs, gateway_url: str, steps: int, metrics_file: Path) -> dict[str, str]:
-    """run.sh's settings for a CPU run of `steps` GRPO steps on `inputs`: one batch is every task."""
+    """run.sh's settings for a CPU run of `steps` GRPO steps on `inputs`: one batch is every task, one
+    validation after the last step; verl dumps every episode beside `metrics_file` (`dump_dirs`)."""
+    rollouts, validation = dump_dirs(metrics_file)
     return {
         "DEVICE": "cpu",
         "MODEL_PATH": str(inputs.model),
@@ -80,14 +122,14 @@ def run_env(inputs: VerlCpuInputs, gateway_url: str, steps: int, metrics_file: P
         "VAL_FILES": str(inputs.val),
         "MCP_SERVER_URL": gateway_url,
         "MCP_SERVERS": warm_start.SERVERS,
-        "MAX_MODEL_LEN": "4096",
-        "PROMPT_LENGTH": "1024",
-        "RESPONSE_LENGTH": "1536",
+        "MAX_MODEL_LEN": str(PROMPT_LENGTH + inputs.response_length),
+        "PROMPT_LENGTH": str(PROMPT_LENGTH),
+        "RESPONSE_LENGTH": str(inputs.response_length),
         "MAX_TURNS": str(warm_start.LIMITS.max_turns),
-        "TURN_TOKENS": "48",
-        "TOOL_TOKENS_PER_TURN": "512",
-        # The tiny model does not think; the smallest continuation the budget takes beside 3 turns of 48.
-        "REASONING_TOKENS": "64",
+        # A turn cut mid-call sends nothing: the loop answers the cut JSON with an error itself.
+        "TURN_TOKENS": str(inputs.turn_tokens),
+        "TOOL_TOKENS_PER_TURN": str(TOOL_TOKENS),
+        "REASONING_TOKENS": str(REASONING_TOKENS),
         # One CPU process: no sequence parallelism, fused kernels or sampled validation to size.
         "SP_SIZE": "1",
         "USE_FUSED_KERNELS": "False",
@@ -100,9 +142,14 @@ def run_env(inputs: VerlCpuInputs, gateway_url: str, steps: int, metrics_file: P
         "N_GPUS_PER_NODE": "1",
         "TOTAL_TRAINING_STEPS": str(steps),
         "SAVE_FREQ": "-1",
-        "TEST_FREQ": "-1",
+        # One validation, after the last step: the gaia metrics per data_source (val-aux/...).
+        "TEST_FREQ": str(steps),
         "VAL_BEFORE_TRAIN": "False",
-        "ACTOR_LR": "1e-3",
+        "ROLLOUT_DATA_DIR": str(rollouts),
+        "VALIDATION_DATA_DIR": str(validation),
+        # At 1e-3 the warm-started call format came apart after two updates (reward 0.33, 0.58, then 0 with
+        # garbled and unclosed calls); at 1e-4 the calls held in all three steps (0.25, 0.17, 0.17).
+        "ACTOR_LR": "1e-4",
         "LOGGERS": '["console","file"]',
         "VERL_FILE_LOGGER_PATH": str(metrics_file),
         # Every process (Ray's workers, the gateway's servers) shares a few cores: one thread each.
@@ -124,6 +171,22 @@ def main_ppo_env(
         "PYTHON": str(python),
         "PATH": f"{python.parent}:{os.environ['PATH']}",
         "RAY_TMPDIR": ray_dir,
+    }
+
+
+def dump_dirs(metrics_file: Path) -> tuple[Path, Path]:
+    """Where verl dumps the training episodes and the validation episodes, one JSONL a step."""
+    return metrics_file.parent / "rollouts", metrics_file.parent / "validation"
+
+
+def read_dump(folder: Path) -> dict[int, list[dict[str, Any]]]:
+    """A verl dump folder (`trainer.rollout_data_dir` or `validation_data_dir`): step -> its episodes,
+    each with `input` and `output` (decoded), `gts`, `score`, and for validation the reward's extra keys."""
+    if not folder.is_dir():
+        return {}
+    return {
+        int(path.stem): [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        for path in sorted(folder.glob("*.jsonl"))
     }
 
 
