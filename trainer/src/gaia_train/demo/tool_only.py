@@ -26,11 +26,10 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
-import anyio
-
-from ..episode.loop import EpisodeLimits, Stop
+from ..episode.loop import EpisodeLimits
 from ..episode.session import McpSettings, McpToolSession
 from ..episode.toolcalls import ToolCall
 from ..reward import ANSWER_KEY, SCORER_KEY, routed_score
@@ -38,7 +37,7 @@ from ..row import build_row
 from ..trl_adapter.attachments import AttachedSession, Attachment, AttachmentMaker
 from ..trl_adapter.rollout import Episode, run_tape_episode
 from .tiny_model import build_tokenizer
-from .warm_start import answer_turn, scripted
+from .warm_start import answer_turn, play_scripted, scripted
 
 SERVERS = "documents-txt-server"
 """What the model's episodes see; the gateway also serves filesystem-server, which writes the pass."""
@@ -156,40 +155,27 @@ async def scripted_episodes(
     """`per_question` scripted episodes for the teacher's question and each training question, each on
     a pass of its own: the teacher's answer is the pass's code; on the training questions a code drawn
     at random (right one time in four, by chance)."""
-    plans = []
+    starts = []
     for label in (TEACHER_LABEL, *TRAIN_LABELS):
+        prompt = row(label)["prompt"]
         for k in range(per_question):
             rng = random.Random(f"warm:{seed}:{label}:{k}")
             code = rng.choice(CODES)
-            plans.append(
-                (label, attachment(label, code), code if label == TEACHER_LABEL else rng.choice(CODES))
+            answer = code if label == TEACHER_LABEL else rng.choice(CODES)
+            turns = scripted([tool_turn(), answer_turn(answer)], tokenizer)
+            starts.append(
+                partial(
+                    run_tape_episode,
+                    prompt,
+                    tokenizer,
+                    turns,
+                    mcp,
+                    LIMITS,
+                    response_length,
+                    attachment=attachment(label, code),
+                )
             )
-    prompts = {label: row(label)["prompt"] for label in (TEACHER_LABEL, *TRAIN_LABELS)}
-    episodes: list[Episode | None] = [None] * len(plans)
-
-    async def one(index: int) -> None:
-        label, file, answer = plans[index]
-        episodes[index] = await run_tape_episode(
-            prompts[label],
-            tokenizer,
-            scripted([tool_turn(), answer_turn(answer)], tokenizer),
-            mcp,
-            LIMITS,
-            response_length,
-            attachment=file,
-        )
-
-    async with anyio.create_task_group() as group:
-        for index in range(len(plans)):
-            group.start_soon(one, index)
-    done = [e for e in episodes if e is not None]
-    for episode in done:
-        if episode.result.stop is not Stop.ANSWER or episode.result.metrics.tool_errors:
-            raise RuntimeError(
-                f"a scripted tool-only episode ended with {episode.result.stop} and "
-                f"{episode.result.metrics.tool_errors} tool errors; is the gateway serving {GATEWAY_SERVERS}?"
-            )
-    return done
+    return await play_scripted(starts, GATEWAY_SERVERS)
 
 
 def reward(episode: Episode) -> float:
@@ -197,4 +183,3 @@ def reward(episode: Episode) -> float:
     return routed_score(
         DATA_SOURCE, "", episode.ground_truth, {ANSWER_KEY: episode.result.answer, SCORER_KEY: "exact"}
     )
-
