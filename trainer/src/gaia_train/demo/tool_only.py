@@ -10,15 +10,16 @@ tiny tokenizer (`build_tokenizer(words=...)`), so reading the pass is copying on
 Questions, by what the model sees of them:
 - `TEACHER_LABEL` (door code): the warm start's scripted teacher reads the pass and answers its code.
 - `TRAIN_LABELS` (parking bay, locker): the teacher opens the pass but guesses a code at random, so
-  after the warm start the model can copy a code from a tool output but, on these questions, guesses
-  (right one time in four). GRPO trains on them and has to learn, from the reward alone, to read.
+  the warm start is meant to leave a model that can copy a code from a tool output but, on these
+  questions, guesses (right one time in four). GRPO trains on them and has to learn, from the reward alone, to read.
 - `HELDOUT_LABELS` (gate): never in the warm start nor in training; its reward is measured during
   training, to see whether what GRPO taught is "read the pass" or something about two questions.
 The ablation plays the training questions with the pass's code blanked out: the episode's answer is
 drawn as before but is nowhere the model can read it, so the reward stays at chance.
 
-A model this small cannot learn to copy a code it never saw as a token (its embedding stays
-untrained), so no split holds codes of its own: held out is the question.
+No split holds codes of its own: a code the model never saw keeps an untrained embedding, and
+copying even the four trained codes is more than the tiny model learned in the benchmark (see
+docs/trainer.md for what it reached). Held out is the question.
 """
 
 from __future__ import annotations

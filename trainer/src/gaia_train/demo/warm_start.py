@@ -136,8 +136,8 @@ async def play_scripted(starts: Sequence[Callable[[], Awaitable[Episode]]], serv
         if episode.result.stop is not Stop.ANSWER or episode.result.metrics.tool_errors:
             raise RuntimeError(
                 f"scripted episode {index} ended with {episode.result.stop} and "
-                f"{episode.result.metrics.tool_errors} tool errors; is the gateway serving {servers} "
-                "with the demo data as its dataset dir?"
+                f"{episode.result.metrics.tool_errors} tool errors; is the gateway serving {servers}, "
+                "with the files the episodes read (the demo data as its dataset dir, for the demo snapshot's tasks)?"
             )
     return done
 
