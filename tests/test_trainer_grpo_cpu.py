@@ -1,16 +1,19 @@
 """TRL GRPO steps on this CPU through the real gateway: the mechanics, checked from the outside.
 
-A real `gaia-env serve` with the csv and docx servers serves the demo data; a tiny model built
-on the spot is warm-started on scripted episodes through it, then TRL's GRPOTrainer runs two
-steps whose completions are gateway-driven episodes. Checked: the weights change; during TRL's
-own loss the gradient reaches the logits of sampled tokens only (tool output rows get exactly
-zero) and TRL's tool mask is the tape's; every episode had its own MCP session, seen and ended by
-the gateway; the tool output in the tapes is the real server's, and the rewards are the episodes'
-own answers scored.
+A real `gaia-env serve` (documents-txt-server, filesystem-server) plays the tool-only demo set
+(`gaia_train.demo.tool_only`): every episode's workspace gets its own visitor pass with a code drawn
+for that episode. A tiny model built on the spot is warm-started on scripted episodes through it,
+then TRL's GRPOTrainer runs two steps whose completions are gateway-driven episodes. Checked: the
+weights change; during TRL's own loss the gradient reaches the logits of sampled tokens only (tool
+output rows get exactly zero) and TRL's tool mask is the tape's; every episode had its own MCP
+session and its own pass, seen and ended by the gateway; the tool output in the tapes is the real
+server's reading of that episode's pass; the ground truth differs from episode to episode and each
+reward is the episode's own answer scored against its own pass's code; the ablation's pass hides it.
 """
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,19 +22,18 @@ from typing import Any
 import anyio
 import pytest
 import torch
-from gaia_train.demo import warm_start
-from gaia_train.demo.snapshot import write_demo_snapshot
-from gaia_train.demo.tiny_model import build_model, build_tokenizer
-from gaia_train.episode.session import McpToolSession
-from gaia_train.episode.toolcalls import parse_tool_calls
-from gaia_train.reward import question_scorer
+from gaia_train.demo import tool_only, warm_start
+from gaia_train.demo.tiny_model import build_model
+from gaia_train.episode.loop import Stop
 from gaia_train.trl_adapter.rollout import (
+    Episode,
     GaiaRollout,
     gaia_grpo_reward,
     grpo_config,
     grpo_dataset,
     grpo_trainer,
     row_plays,
+    run_tape_episode,
 )
 from gateway_harness import RunningGateway, launch
 
@@ -40,45 +42,59 @@ STEPS = 2
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("demo")
-    write_demo_snapshot(root, skip_audio=True)
-    return root
-
-
-@pytest.fixture(scope="module")
-def gateway(demo: Path, tmp_path_factory) -> Iterator[RunningGateway]:
-    gateway = launch(tmp_path_factory.mktemp("gw"), "--servers", warm_start.SERVERS, dataset_dir=demo)
+def gateway(tmp_path_factory) -> Iterator[RunningGateway]:
+    data = tmp_path_factory.mktemp("data")
+    gateway = launch(tmp_path_factory.mktemp("gw"), "--servers", tool_only.GATEWAY_SERVERS, dataset_dir=data)
     yield gateway
     gateway.stop()
 
 
-async def server_outputs(rows: list[warm_start.DemoTaskRow], mcp) -> dict[str, str]:
-    """Each attachment as the real server renders it, asked directly (not through an episode)."""
-    outputs = {}
-    async with McpToolSession(mcp) as session:
-        for task in rows:
-            [call] = parse_tool_calls(task.tool_turn(), "direct_")
-            outcome = await session.call(call)
-            assert not outcome.is_error, outcome.text
-            outputs[task.attachment] = outcome.text
-    return outputs
+def code_shown(episode: Episode) -> str | None:
+    """The code of the pass the episode's tool call read, from the tool output in its messages."""
+    for message in episode.result.messages:
+        found = message["role"] == "tool" and re.search(r"^[a-z ]+: ([A-Z?]{3})$", message["content"], re.M)
+        if found:
+            return found.group(1)
+    return None
 
 
-def test_trl_grpo_steps_through_the_real_gateway(demo: Path, gateway: RunningGateway, tmp_path: Path) -> None:
+def scripted_reward(episodes: list[Episode], truths: list[str]) -> list[float]:
+    """The TRL reward of scripted episodes, each scored against `truths` instead of the row's column."""
+    return gaia_grpo_reward(
+        prompts=[None] * len(episodes),
+        completions=[None] * len(episodes),
+        ground_truth=["(drawn per episode)"] * len(episodes),
+        gaia_answer=[e.result.answer for e in episodes],
+        gaia_solution=[""] * len(episodes),
+        gaia_ground_truth=truths,
+        scorer=["exact"] * len(episodes),
+    )
+
+
+def test_trl_grpo_steps_through_the_real_gateway(gateway: RunningGateway, tmp_path: Path) -> None:
     torch.manual_seed(0)
     torch.set_num_threads(1)  # on a shared 2-core machine a second intra-op thread only waits
-    mcp = warm_start.demo_mcp(gateway.url)
-    rows = warm_start.demo_rows(demo)
-    tokenizer = build_tokenizer(anyio.run(warm_start.corpus, rows, mcp) * 4)
+    mcp = tool_only.demo_mcp(gateway.url)
+    tokenizer = tool_only.tokenizer(anyio.run(tool_only.corpus, mcp))
     model = build_model(tokenizer)
-    losses = warm_start.warm_start(model, anyio.run(warm_start.scripted_episodes, rows, tokenizer, mcp))
+    scripted = anyio.run(tool_only.scripted_episodes, tokenizer, mcp, 4)
+    losses = warm_start.warm_start(model, scripted)
     assert losses[-1] < losses[0] / 4, losses
 
-    dataset_rows = [r.row for r in rows]
-    rollout = GaiaRollout(
-        tokenizer, mcp, warm_start.LIMITS, response_length=1024, plays=row_plays(dataset_rows)
-    )
+    # Each scripted episode read a pass of its own; its reward is its answer against that pass's code.
+    shown = [code_shown(e) for e in scripted]
+    assert shown == [e.ground_truth for e in scripted] and len(set(shown)) > 1
+    teacher = [e for e in scripted if tool_only.TEACHER_LABEL in e.result.messages[1]["content"]]
+    assert scripted_reward(teacher, [e.ground_truth for e in teacher]) == [1.0] * len(teacher)
+    others = [e.ground_truth for e in teacher[1:] + teacher[:1]]  # another episode's pass
+    assert scripted_reward(teacher, others) == [
+        float(e.ground_truth == other) for e, other in zip(teacher, others, strict=True)
+    ]
+
+    dataset_rows = tool_only.rows(tool_only.TRAIN_LABELS)
+    plays = row_plays(dataset_rows, attachments=tool_only.attachments(tool_only.TRAIN_LABELS))
+    rollout = GaiaRollout(tokenizer, mcp, tool_only.LIMITS, response_length=256, plays=plays)
+    rows = dataset_rows
     scored: list[dict[str, Any]] = []
 
     def reward(**kwargs: Any) -> list[float]:
@@ -86,7 +102,11 @@ def test_trl_grpo_steps_through_the_real_gateway(demo: Path, gateway: RunningGat
         scored.extend(
             {"answer": a, "truth": t, "session": s, "reward": r}
             for a, t, s, r in zip(
-                kwargs["gaia_answer"], kwargs["ground_truth"], kwargs["gaia_session_id"], values, strict=True
+                kwargs["gaia_answer"],
+                kwargs["gaia_ground_truth"],
+                kwargs["gaia_session_id"],
+                values,
+                strict=True,
             )
         )
         return values
@@ -155,43 +175,66 @@ def test_trl_grpo_steps_through_the_real_gateway(demo: Path, gateway: RunningGat
     # Every episode had its own MCP session, which the gateway saw and ended (workspace removed).
     sessions = [e.result.session_id for e in episodes]
     assert len(set(sessions)) == len(episodes)
-    # A session gets a workspace on its first tool call: the scripted episodes (9) and every GRPO
-    # episode whose call reached the servers, each its own, each ended (the gateway keys workspaces
-    # by the MCP session it negotiated, so the names are not the X-Session-Id's hash).
+    # Every session got a workspace when its pass was written: the corpus's readings (one per question),
+    # the scripted episodes and every GRPO episode, each its own, each ended (the gateway keys
+    # workspaces by the session URL's id, so the names are not the X-Session-Id's hash).
     ended = re.findall(r"session ended, workspace removed: (s-[0-9a-f]+)", gateway.log())
-    served = [e for e in episodes if e.result.metrics.total_tool_calls and not e.result.metrics.tool_errors]
-    assert len(set(ended)) == len(ended)
-    assert len(rows) ** 2 + len(served) <= len(ended) <= len(rows) ** 2 + len(episodes)
+    assert len(set(ended)) == len(ended) == len(tool_only.ALL_LABELS) + len(scripted) + len(episodes)
     assert gateway.status()["sessions"] == 0
     assert gateway.session_workspaces() == []
 
-    # The tool output in the tapes is the real server's output for the episode's attachment.
-    expected = anyio.run(server_outputs, rows, mcp)
-    # 15 of 24 here; sampling is seeded per episode, but another CPU's float rounding samples other tokens.
-    assert len(served) >= len(episodes) // 4, "the warm-started model should often call the right tool"
+    # The tool output in the tapes is the real server's reading of the episode's own pass.
+    served = [e for e in episodes if e.result.metrics.total_tool_calls and not e.result.metrics.tool_errors]
+    assert len(served) >= len(episodes) // 4, "the warm-started model should often open the pass"
+    readings: dict[tuple[str, str], str] = {}
     for episode in served:
+        label = next(
+            label for label in tool_only.TRAIN_LABELS if label in episode.result.messages[1]["content"]
+        )
+        key = (label, episode.ground_truth)
+        if key not in readings:
+            readings[key] = anyio.run(tool_only.read_pass, mcp, *key)
         [tool_message] = [m for m in episode.result.messages if m["role"] == "tool"]
-        attachment = parse_tool_calls(
-            tokenizer.decode(episode.tape.response_ids[: episode.tape.response_mask.index(0)]), "x_"
-        )[0].arguments["file_path"]
-        assert tool_message["content"] == expected[attachment]
+        assert tool_message["content"] == readings[key]
         context = [
             t for t, m in zip(episode.tape.response_ids, episode.tape.response_mask, strict=True) if not m
         ]
-        assert expected[attachment] in tokenizer.decode(context)
+        assert readings[key] in tokenizer.decode(context)
+    # The ground truth is drawn per episode: the codes of one step's episodes differ.
+    assert all(e.ground_truth in tool_only.CODES for e in episodes)
+    assert len({e.ground_truth for e in episodes[: len(rows) * GENERATIONS]}) > 1
 
-    # The rewards are the episodes' own answers, scored against the task's ground truth.
+    # The rewards are the episodes' own answers, scored against their own pass's code (the row's
+    # ground_truth column says only "drawn per episode").
     assert len(scored) == len(episodes)
     by_session = {e.result.session_id: e for e in episodes}
     for row in scored:
         episode = by_session[row["session"]]
-        assert row["answer"] == episode.result.answer
-        right = row["answer"] is not None and question_scorer(row["answer"], row["truth"])
-        assert row["reward"] == (1.0 if right else 0.0)
-    rewarded = [by_session[r["session"]] for r in scored if r["reward"] == 1.0]
-    assert all(e.result.metrics.total_tool_calls >= 1 for e in rewarded)
+        assert row["answer"] == episode.result.answer and row["truth"] == episode.ground_truth
+        assert row["reward"] == float((row["answer"] or "").strip() == episode.ground_truth)
+        if row["reward"] == 1.0 and episode in served:
+            assert code_shown(episode) == episode.ground_truth
     logged = [entry["reward"] for entry in trainer.state.log_history if "reward" in entry]
     assert len(logged) == STEPS
+
+
+def test_the_ablation_pass_hides_the_episode_code(gateway: RunningGateway) -> None:
+    """The ablation's episode reads a pass with its code blanked; its ground truth is drawn as before."""
+    mcp = tool_only.demo_mcp(gateway.url)
+    tokenizer = tool_only.tokenizer(["x"])
+    label = tool_only.TRAIN_LABELS[0]
+    blank = tool_only.maker(label, blank=True)(random.Random(0))
+    answer = warm_start.answer_turn(blank.ground_truth)
+    episode = anyio.run(
+        lambda: run_tape_episode(
+            tool_only.row(label)["prompt"], tokenizer, warm_start.scripted([tool_only.tool_turn(), answer], tokenizer),
+            mcp, tool_only.LIMITS, 1024, attachment=blank,
+        )
+    )  # fmt: skip
+    assert episode.result.stop is Stop.ANSWER and episode.ground_truth in tool_only.CODES
+    [tool_message] = [m for m in episode.result.messages if m["role"] == "tool"]
+    assert f"{label}: {tool_only.BLANK}" in tool_message["content"]
+    assert not any(code in tool_message["content"] for code in tool_only.CODES)
 
 
 def test_the_trl_reward_scores_each_row_by_its_own_scorer() -> None:

@@ -77,7 +77,9 @@ def test_each_prompt_is_played_as_its_row_says(monkeypatch: pytest.MonkeyPatch) 
     ]
     seen: dict[str, tuple[Any, Any]] = {}
 
-    async def episode(messages, tokenizer, generate_ids, mcp, limits, length, team, extra_info) -> None:
+    async def episode(
+        messages, tokenizer, generate_ids, mcp, limits, length, team, extra_info, attachment
+    ) -> None:
         seen[messages[0]["content"]] = (team.name if team else None, extra_info)
 
     monkeypatch.setattr(trl_rollout, "run_tape_episode", episode)
@@ -143,3 +145,52 @@ def test_an_episode_the_environment_ended_is_excluded_from_the_loss(tokenizer, f
     up = trl_rollout.GaiaRollout(tokenizer, McpSettings(url=fake_mcp.url), limits, response_length=16)
     served = up([prompt], trainer)
     assert served["gaia_env_fault"] == [0] and 1 in served["env_mask"][0]
+
+
+def test_each_episode_draws_its_own_attachment_from_its_own_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gaia_train.trl_adapter.attachments import Attachment, episode_stream
+
+    def draw(rng) -> Attachment:
+        code = str(rng.randrange(10**6))
+        return Attachment("pass.txt", f"code: {code}\n", code)
+
+    handed: list[Attachment] = []
+
+    async def episode(messages, tokenizer, generate_ids, mcp, limits, length, team, extra_info, attachment):
+        handed.append(attachment)
+        return attachment
+
+    monkeypatch.setattr(trl_rollout, "run_tape_episode", episode)
+    rows = [row("a", "which code?")]
+    rollout = trl_rollout.GaiaRollout(
+        SimpleNamespace(eos_token_id=-1),
+        mcp=None,
+        seed=7,
+        plays=trl_rollout.row_plays(rows, attachments={"a": draw}),
+    )
+    prompts = [rows[0]["prompt"]] * 3
+    first = anyio.run(rollout._run_all, prompts, Uniform(), 0)
+    second = anyio.run(rollout._run_all, prompts, Uniform(), 1)
+    assert first == [draw(episode_stream(7, 0, i)) for i in range(3)], "drawn from the episode's own stream"
+    assert len({a.ground_truth for a in first + second}) == 6, "every episode of every step its own file"
+    assert anyio.run(rollout._run_all, prompts, Uniform(), 0) == first, "a replay draws the same files"
+
+
+def test_attachments_a_row_cannot_use_are_refused() -> None:
+    def maker(rng):
+        raise AssertionError("never drawn")
+
+    with pytest.raises(ValueError, match="attachments are given for task ids \\['b'\\], which no row has"):
+        trl_rollout.row_plays([row("a", "a?")], attachments={"b": maker})
+    with pytest.raises(ValueError, match="a per-episode attachment is for the single agent"):
+        trl_rollout.row_plays([row("a", "team?", agent_name="demo_team")], attachments={"a": maker})
+
+
+def test_the_reward_scores_an_episode_against_its_own_ground_truth() -> None:
+    columns = trl_rollout.grpo_dataset([row("a", "code?"), row("b", "code?"), row("c", "code?")]).to_dict()
+    rewards = trl_rollout.gaia_grpo_reward(
+        prompts=columns["prompt"], completions=[[]] * 3, ground_truth=["(drawn per episode)"] * 2 + ["KLM"],
+        gaia_answer=["KLM", "KLM", "KLM"], gaia_solution=[""] * 3, gaia_ground_truth=["KLM", "QRS", None],
+    )  # fmt: skip
+    # Its own file's code, not the row's column; a row without a drawn file keeps the column.
+    assert rewards == [1.0, 0.0, 1.0]

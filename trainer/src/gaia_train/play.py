@@ -5,10 +5,11 @@ caller."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
-from .episode.loop import EpisodeLimits, EpisodeResult, Policy, run_episode
+from .episode.loop import EpisodeLimits, EpisodeResult, Policy, ToolSession, run_episode
 from .episode.session import McpSettings, McpToolSession, for_row, with_task
 from .row import AGENT_NAME
 from .teams.delegation import TeamResult, run_team_episode
@@ -22,13 +23,19 @@ async def play(
     limits: EpisodeLimits,
     team: Team | None = None,
     extra_info: Any = None,
+    connect: Callable[[McpSettings], AbstractAsyncContextManager[ToolSession]] | None = None,
 ) -> tuple[EpisodeResult, TeamResult | None]:
     """One dataset row's episode, as every trainer and eval plays it: the single agent with the row's
-    own server selection (`extra_info`), or `team`, whose roles bring their own servers."""
+    own server selection (`extra_info`), or `team`, whose roles bring their own servers. `connect`
+    opens the single agent's session (default `McpToolSession`; the TRL adapter's `AttachedSession`
+    writes the episode's own attachment first)."""
     if team is None:
         settings = with_task(for_row(mcp, extra_info), extra_info)
-        result = await run_episode(messages, new_policy(), lambda: McpToolSession(settings), limits)
+        open_session = connect or McpToolSession
+        result = await run_episode(messages, new_policy(), lambda: open_session(settings), limits)
         return result, None
+    if connect is not None:
+        raise ValueError(f"the team {team.name} opens its roles' sessions itself; play it without connect")
     refuse_row_selection(team, extra_info)
     played = await run_team_episode(messages, team, new_policy, with_task(mcp, extra_info), limits)
     return played.episode_result(), played

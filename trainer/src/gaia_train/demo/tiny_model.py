@@ -16,7 +16,7 @@ Needs the trainer's heavy extra (torch, transformers): scripts/trainer-extra.sh.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -76,8 +76,14 @@ class TinyModelConfig:
     seed: int = 0
 
 
-def build_tokenizer(corpus: Iterable[str], vocab_size: int = 2048) -> PreTrainedTokenizerFast:
-    """A byte-level BPE trained on `corpus`, with the ChatML tool template above."""
+def build_tokenizer(
+    corpus: Iterable[str], vocab_size: int = 2048, words: Sequence[str] = ()
+) -> PreTrainedTokenizerFast:
+    """A byte-level BPE trained on `corpus`, with the ChatML tool template above.
+
+    Each of `words` is one token wherever it appears, whatever surrounds it (BPE without word
+    splitting would merge it with its neighbours differently in a file and in an answer): copying
+    one of them from a tool's output into an answer is then copying one token."""
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     bpe.decoder = decoders.ByteLevel()
@@ -88,7 +94,7 @@ def build_tokenizer(corpus: Iterable[str], vocab_size: int = 2048) -> PreTrained
         show_progress=False,
     )
     bpe.train_from_iterator(corpus, trainer)
-    bpe.add_tokens([AddedToken(t, special=False, normalized=False) for t in MARKUP])
+    bpe.add_tokens([AddedToken(t, special=False, normalized=False) for t in [*MARKUP, *words]])
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token=IM_END, pad_token=PAD)
     tokenizer.chat_template = CHAT_TEMPLATE
     return tokenizer

@@ -14,7 +14,7 @@ has memorized. It does not read the tool output or compute anything.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -120,32 +120,40 @@ def scripted(turns: list[str], tokenizer: Any):
     return generate_ids
 
 
+async def play_scripted(starts: Sequence[Callable[[], Awaitable[Episode]]], servers: str) -> list[Episode]:
+    """Play scripted episodes at once, returned in order; each must end with its answer and no tool
+    error (a scripted episode that does not is the environment's set-up, named by `servers`)."""
+    episodes: list[Episode | None] = [None] * len(starts)
+
+    async def one(index: int) -> None:
+        episodes[index] = await starts[index]()
+
+    async with anyio.create_task_group() as group:
+        for index in range(len(starts)):
+            group.start_soon(one, index)
+    done = [e for e in episodes if e is not None]
+    for index, episode in enumerate(done):
+        if episode.result.stop is not Stop.ANSWER or episode.result.metrics.tool_errors:
+            raise RuntimeError(
+                f"scripted episode {index} ended with {episode.result.stop} and "
+                f"{episode.result.metrics.tool_errors} tool errors; is the gateway serving {servers}, "
+                "with the files the episodes read (the demo data as its dataset dir, for the demo snapshot's tasks)?"
+            )
+    return done
+
+
 async def scripted_episodes(
     rows: Sequence[DemoTaskRow], tokenizer: Any, mcp: McpSettings, response_length: int = 4096
 ) -> list[Episode]:
     """For each task and each of the set's answers, one scripted episode through the gateway."""
-    plans = [(task, other.answer) for task in rows for other in rows]
-    episodes: list[Episode | None] = [None] * len(plans)
 
-    async def one(index: int) -> None:
-        task, answer = plans[index]
+    def start(task: DemoTaskRow, answer: str) -> Callable[[], Awaitable[Episode]]:
         turns = [task.tool_turn(), answer_turn(answer)]
-        episodes[index] = await run_tape_episode(
+        return lambda: run_tape_episode(
             task.row["prompt"], tokenizer, scripted(turns, tokenizer), mcp, LIMITS, response_length
         )
 
-    async with anyio.create_task_group() as group:
-        for index in range(len(plans)):
-            group.start_soon(one, index)
-    done = [e for e in episodes if e is not None]
-    for episode, (task, _) in zip(done, plans, strict=True):
-        if episode.result.stop is not Stop.ANSWER or episode.result.metrics.tool_errors:
-            raise RuntimeError(
-                f"the scripted episode for {task.row['extra_info']['task_id']} ended with "
-                f"{episode.result.stop} and {episode.result.metrics.tool_errors} tool errors; "
-                "is the gateway serving " + SERVERS + " with the demo data as its dataset dir?"
-            )
-    return done
+    return await play_scripted([start(task, other.answer) for task in rows for other in rows], SERVERS)
 
 
 def warm_start(
@@ -243,24 +251,13 @@ async def scripted_team_episodes(
 
     The terminal's output differs from run to run (its timing): with several episodes per answer the
     warm-start cannot tie an answer to one output, and the model keeps choosing among them."""
-    plans = [answer for answer in TEAM_ANSWERS for _ in range(repeats)]
-    episodes: list[Episode | None] = [None] * len(plans)
 
-    async def one(index: int) -> None:
-        turns = team_turns(task, plans[index])
-        episodes[index] = await run_tape_episode(
+    def start(answer: str) -> Callable[[], Awaitable[Episode]]:
+        turns = team_turns(task, answer)
+        return lambda: run_tape_episode(
             task.row["prompt"], tokenizer, scripted(turns, tokenizer), mcp, TEAM_LIMITS, response_length, team
         )
 
-    async with anyio.create_task_group() as group:
-        for index in range(len(plans)):
-            group.start_soon(one, index)
-    done = [e for e in episodes if e is not None]
-    for episode in done:
-        if episode.result.stop is not Stop.ANSWER or episode.result.metrics.tool_errors:
-            raise RuntimeError(
-                f"the scripted team episode ended with {episode.result.stop} and "
-                f"{episode.result.metrics.tool_errors} tool errors; is the gateway serving {TEAM_SERVERS} "
-                "with the demo data as its dataset dir?"
-            )
-    return done
+    return await play_scripted(
+        [start(answer) for answer in TEAM_ANSWERS for _ in range(repeats)], TEAM_SERVERS
+    )

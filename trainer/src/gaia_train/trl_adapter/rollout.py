@@ -5,7 +5,9 @@ times by its sampler) and expects one completion back per prompt. Each completio
 episode of `run_episode` in its own MCP session, through a `TokenTape`: the prompt ids, the
 response ids (sampled turns and tool responses, in order), their log-probs, and the tape's mask
 as TRL's `env_mask`, so the loss counts only the tokens the model sampled. The episode's own
-final answer travels to the reward as the `gaia_answer` column. An episode the environment ended
+final answer travels to the reward as the `gaia_answer` column; an episode whose attachment was
+generated for it (`attachments`) brings its own ground truth, `gaia_ground_truth`, which the reward
+scores against instead of the row's. An episode the environment ended
 (`Stop.ENVIRONMENT_FAULT`) is excluded from the loss: its whole `env_mask` is 0 (a masked end-of-turn
 token when it never started), and `gaia_env_fault` says so per sample.
 
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,7 @@ from ..reward import ANSWER_KEY, SCORER_KEY, routed_score
 from ..row import AGENT_NAME, MCP_SERVERS, MCP_TOOLS, TOLERANCE
 from ..teams.delegation import TeamResult
 from ..teams.team import Team
+from .attachments import Attachment, AttachmentMaker, attached, episode_stream
 from .sampler import sample
 
 
@@ -51,6 +54,8 @@ class Episode:
     result: EpisodeResult
     """For a team, the whole team as one episode (`TeamResult.episode_result`)."""
     team: TeamResult | None = None
+    ground_truth: str | None = None
+    """The episode's own answer when its attachment was generated for it (`attachments`)."""
 
 
 def grpo_dataset(rows: Sequence[dict[str, Any]]) -> Dataset:
@@ -80,33 +85,52 @@ async def run_tape_episode(
     response_length: int,
     team: Team | None = None,
     extra_info: dict[str, Any] | None = None,
+    attachment: Attachment | None = None,
 ) -> Episode:
-    """One row's episode through the gateway (`delegation.play`), its tokens kept on a fresh tape."""
+    """One row's episode through the gateway (`delegation.play`), its tokens kept on a fresh tape;
+    with `attachment`, written into the episode's workspace before its first turn."""
     tape = TokenTape(tokenizer, response_length)
+    connect = attached(attachment) if attachment else None
     result, played = await play(
-        messages, lambda: TokenPolicy(tape, generate_ids), mcp, limits, team, extra_info
+        messages, lambda: TokenPolicy(tape, generate_ids), mcp, limits, team, extra_info, connect
     )
-    return Episode(tape, result, played)
+    return Episode(tape, result, played, attachment.ground_truth if attachment else None)
 
 
 @dataclass(frozen=True)
 class RowPlay:
-    """How a row's episode is played: its team (None: the single agent) and its extra_info."""
+    """How a row's episode is played: its team (None: the single agent), its extra_info, and the maker
+    of its per-episode attachment (None: the row's file, if any, is the dataset's)."""
 
     team: Team | None = None
     extra_info: dict[str, Any] | None = None
+    attachment: AttachmentMaker | None = None
 
 
-def row_plays(rows: Sequence[dict[str, Any]], team_files: Sequence[str | Path] = ()) -> dict[str, RowPlay]:
-    """Each row's play keyed by its prompt: TRL hands `rollout_func` the prompts only."""
+def row_plays(
+    rows: Sequence[dict[str, Any]],
+    team_files: Sequence[str | Path] = (),
+    attachments: Mapping[str, AttachmentMaker] | None = None,
+) -> dict[str, RowPlay]:
+    """Each row's play keyed by its prompt: TRL hands `rollout_func` the prompts only. `attachments`
+    maps a row's task_id to the maker of its per-episode attachment."""
     teams = teams_of_rows(rows, team_files)
+    makers = dict(attachments or {})
+    unknown = set(makers) - {str((row.get("extra_info") or {}).get("task_id")) for row in rows}
+    if unknown:
+        raise ValueError(f"attachments are given for task ids {sorted(unknown)}, which no row has")
     plays: dict[str, RowPlay] = {}
     for row in rows:
         info = dict(row.get("extra_info") or {})
         selection = {k: info.get(k) for k in (MCP_SERVERS, MCP_TOOLS)}
-        play_ = RowPlay(
-            teams.get(str(row.get("agent_name") or AGENT_NAME)), {k: v for k, v in selection.items() if v}
-        )
+        team = teams.get(str(row.get("agent_name") or AGENT_NAME))
+        maker = makers.get(str(info.get("task_id")))
+        if team is not None and maker is not None:
+            raise ValueError(
+                f"task {info.get('task_id')} is played by the team {team.name}, whose roles open their own "
+                "sessions: a per-episode attachment is for the single agent"
+            )
+        play_ = RowPlay(team, {k: v for k, v in selection.items() if v}, maker)
         key = _prompt_key(row["prompt"])
         if plays.setdefault(key, play_) != play_:
             raise ValueError(
@@ -144,7 +168,7 @@ class GaiaRollout:
 
     def __call__(self, prompts: list[list[dict[str, Any]]], trainer: GRPOTrainer) -> dict[str, list[Any]]:
         model = trainer.accelerator.unwrap_model(trainer.model)
-        episodes = anyio.run(self._run_all, prompts, model, self._calls)
+        episodes = self.play_prompts(prompts, model, self._calls)
         self._calls += 1
         self.episodes.extend(episodes)
         for episode in episodes:
@@ -158,6 +182,7 @@ class GaiaRollout:
             "gaia_env_fault": [int(e.result.environment_fault) for e in episodes],
             # Per-completion columns for the reward function (and TRL's completion logs).
             "gaia_answer": [e.result.answer for e in episodes],
+            "gaia_ground_truth": [e.ground_truth for e in episodes],
             "gaia_solution": [_sampled_text(e.tape) for e in episodes],
             "gaia_session_id": [e.result.session_id for e in episodes],
             "gaia_stop": [str(e.result.stop) for e in episodes],
@@ -165,6 +190,13 @@ class GaiaRollout:
             "gaia_cost_usd": [e.result.metrics.cost_usd for e in episodes],
             "gaia_withheld": [e.result.metrics.withheld for e in episodes],
         }
+
+    def play_prompts(
+        self, prompts: list[list[dict[str, Any]]], model: torch.nn.Module, call: int
+    ) -> list[Episode]:
+        """One episode per prompt with `model`, not recorded in `episodes` (a held-out evaluation uses it
+        too); `call` picks the episodes' random streams, so give each evaluation its own."""
+        return anyio.run(self._run_all, prompts, model, call)
 
     async def _run_all(
         self, prompts: list[list[dict[str, Any]]], model: torch.nn.Module, call: int
@@ -181,6 +213,8 @@ class GaiaRollout:
             async def generate_ids(ids: list[int], max_tokens: int) -> tuple[list[int], list[float] | None]:
                 return await anyio.to_thread.run_sync(self._sample, model, ids, max_tokens, generator)
 
+            maker = hows[index].attachment
+            attachment = maker(episode_stream(self.seed, call, index)) if maker else None
             async with gate:
                 episodes[index] = await run_tape_episode(
                     prompts[index],
@@ -191,6 +225,7 @@ class GaiaRollout:
                     self.response_length,
                     hows[index].team,
                     hows[index].extra_info,
+                    attachment,
                 )
 
         async with anyio.create_task_group() as group:
@@ -237,14 +272,18 @@ def gaia_grpo_reward(
     ground_truth: list[str],
     gaia_answer: list[str | None],
     gaia_solution: list[str],
+    gaia_ground_truth: list[str | None] | None = None,
     data_source: list[str] | None = None,
     scorer: list[str] | None = None,
     tolerance: list[float] | None = None,
     **_: Any,
 ) -> list[float]:
     """TRL reward function: each episode scored by its row's scorer (`routed_score`: GAIA's
-    for GAIA rows), its own final answer first."""
+    for GAIA rows), its own final answer first, against its own ground truth when its attachment
+    was generated for it."""
     count = len(ground_truth)
+    own = gaia_ground_truth or [None] * count
+    ground_truth = [row if mine is None else mine for row, mine in zip(ground_truth, own, strict=True)]
     sources, scorers, tolerances = (
         data_source or ["gaia"] * count,
         scorer or [""] * count,
