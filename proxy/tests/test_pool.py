@@ -12,11 +12,11 @@ import time
 from collections.abc import Callable
 
 import pytest
+from gaia_contract import BUSY, RETRY_AFTER, SESSION_ID_KEY, WORKSPACE_KEY
 from gaia_env import pool as pool_module
 from gaia_env.errors import Busy
 from gaia_env.pool import PoolError, ServerPool
 from gaia_env.process import RemoteError, ServerProcess
-from gaia_kit.core.contract import BUSY, RETRY_AFTER, SESSION_ID_KEY, WORKSPACE_KEY
 
 pytestmark = pytest.mark.anyio
 

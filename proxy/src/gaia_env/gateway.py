@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gaia_contract import AUTH_TOKEN_ENV, BUSY, SESSION_ID_KEY, WORKSPACE_KEY
 from gaia_kit.core.callbacks import SessionEndHandler, call_each
-from gaia_kit.core.contract import BUSY, SESSION_ID_KEY, WORKSPACE_KEY
 from jsonschema import validators
 from jsonschema.exceptions import SchemaError, ValidationError
 
@@ -33,7 +33,7 @@ logger = logging.getLogger("gaia_env.gateway")
 __all__ = ["Gateway", "GatewayConfig", "SelectionError", "UnknownTool"]
 
 # Variables a server must not inherit from the gateway.
-PRIVATE_ENV = {"MCP_AUTH_TOKEN"}
+PRIVATE_ENV = {AUTH_TOKEN_ENV}
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gaia_kit.core.contract import SESSION_ENDED
+from gaia_contract import SESSION_ENDED
 
 from .admission import Admission
 from .capacity import ReplicaPlan, available_cores, replica_plan, room_for_a_replica

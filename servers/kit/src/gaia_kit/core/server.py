@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+from gaia_contract import SESSION_ENDED, SESSION_ID_KEY
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
@@ -24,7 +25,6 @@ from mcp_types import NotificationParams
 
 from gaia_kit.core import calls, logs
 from gaia_kit.core.callbacks import SessionEndHandler, call_each
-from gaia_kit.core.contract import SESSION_ENDED, SESSION_ID_KEY
 from gaia_kit.core.errors import describe_exception
 from gaia_kit.core.results import rewritten
 from gaia_kit.core.schemas import strict_input_schema
