@@ -16,6 +16,7 @@ from gaia_env.app import HttpConfig, create_app
 from gaia_env.gateway import Gateway, GatewayConfig
 from gaia_env.pool import ServerPool
 from gaia_env.registry import ServerSpec
+from gaia_env.replica import PoolState
 from gateway_harness import PROBE
 from starlette.types import ASGIApp
 
@@ -37,7 +38,7 @@ async def start_pool(probe_env: dict[str, str]) -> AsyncIterator[Callable[..., S
         pools.append(pool)
         pool.start()
         await pool.wait_started(60)
-        assert pool.state == "ready", pool.describe()
+        assert pool.state is PoolState.READY, pool.describe()
         return pool
 
     yield start

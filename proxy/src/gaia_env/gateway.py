@@ -26,6 +26,7 @@ from .ownership import Replica, SessionGone, SessionOwners
 from .pool import PoolError, ServerPool
 from .process import Progress
 from .registry import ServerSpec
+from .replica import PoolState
 from .sessions import EPHEMERAL_PREFIX, SessionLimits, SessionRefused, SessionState, SessionStore
 
 logger = logging.getLogger("gaia_env.gateway")
@@ -108,7 +109,7 @@ class Gateway:
 
     @property
     def ready(self) -> bool:
-        return all(p.state == "ready" for p in self.pools.values())
+        return all(p.state is PoolState.READY for p in self.pools.values())
 
     def status(self) -> dict[str, Any]:
         return {
@@ -164,7 +165,7 @@ class Gateway:
                 "or select one server with the MCP_SERVERS header."
             )
         server, sep, _ = name.partition(catalog.SEPARATOR)
-        if sep and server in selection and self.pools[server].state != "ready":
+        if sep and server in selection and self.pools[server].state is not PoolState.READY:
             raise UnknownTool(f"Server {server} is unavailable ({self.pools[server].state}); retry shortly.")
         down = [sid for sid in selection if not self.pools[sid].tools]
         hint = f" Server(s) {', '.join(down)} are not up yet, so their tools are not listed." if down else ""

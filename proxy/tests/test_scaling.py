@@ -1,0 +1,48 @@
+"""The scaling decision on its own: ticks of a made-up load, with the clock given."""
+
+from __future__ import annotations
+
+from gaia_env.capacity import ReplicaPlan
+from gaia_env.scaling import SCALE_DOWN_AFTER_S, Load, Scaler, Scaling
+
+
+def scaler() -> Scaler:
+    return Scaler(ReplicaPlan(initial=1, minimum=1, maximum=3), max_in_flight=4, calm_since=0.0)
+
+
+def test_calls_waiting_at_two_ticks_in_a_row_add_a_replica() -> None:
+    s = scaler()
+    pressed = Load(active=1, starting=False, waiting=3, in_flight=4)
+    assert s.decide(pressed, 1.0, lambda: True) is Scaling.HOLD
+    assert s.decide(Load(1, False, 0, 4), 2.0, lambda: True) is Scaling.HOLD  # the line emptied: count anew
+    assert s.decide(pressed, 3.0, lambda: True) is Scaling.HOLD
+    assert s.decide(pressed, 4.0, lambda: True) is Scaling.GROW
+    assert s.decide(pressed, 5.0, lambda: True) is Scaling.HOLD  # counted anew after growing
+
+
+def test_no_replica_is_added_past_the_maximum_while_one_starts_or_without_memory() -> None:
+    for load, room in (
+        (Load(active=3, starting=False, waiting=9, in_flight=12), True),
+        (Load(active=2, starting=True, waiting=9, in_flight=8), True),
+        (Load(active=1, starting=False, waiting=9, in_flight=4), False),
+    ):
+        s = scaler()
+        assert [s.decide(load, t, lambda room=room: room) for t in (1.0, 2.0, 3.0)] == [Scaling.HOLD] * 3
+
+
+def test_a_quiet_period_retires_one_replica_at_a_time_down_to_the_minimum() -> None:
+    s = scaler()
+    quiet = Load(active=2, starting=False, waiting=0, in_flight=1)
+    assert s.decide(quiet, SCALE_DOWN_AFTER_S - 1, lambda: True) is Scaling.HOLD
+    assert s.decide(quiet, SCALE_DOWN_AFTER_S + 1, lambda: True) is Scaling.SHRINK
+    s.retired_one(SCALE_DOWN_AFTER_S + 1)
+    assert s.decide(quiet, SCALE_DOWN_AFTER_S + 2, lambda: True) is Scaling.HOLD
+    at_minimum = Load(active=1, starting=False, waiting=0, in_flight=0)
+    assert s.decide(at_minimum, 10 * SCALE_DOWN_AFTER_S, lambda: True) is Scaling.HOLD
+
+
+def test_work_that_needs_every_replica_is_not_quiet() -> None:
+    s = scaler()
+    # 2 replicas x 4 slots: more than half a replica's slots in flight beyond the first keeps both.
+    busy = Load(active=2, starting=False, waiting=0, in_flight=3)
+    assert s.decide(busy, SCALE_DOWN_AFTER_S + 1, lambda: True) is Scaling.HOLD
