@@ -68,14 +68,16 @@ async def lifespan(app: ASGIApp) -> AsyncIterator[None]:
 async def live_gateway(
     kit_env: SimpleNamespace, tmp_path: Path
 ) -> AsyncIterator[Callable[..., Awaitable[SimpleNamespace]]]:
-    """live_gateway(**spec_fields) -> the app over a gateway with the real probe server, started, and
-    an httpx client for it (`.gateway`, `.client`, `.app`); stopped after the test."""
+    """live_gateway(config=None, http=None, **spec_fields) -> the app over a gateway with the real probe
+    server, started, and an httpx client for it (`.gateway`, `.client`, `.app`); stopped after the test."""
     stack = contextlib.AsyncExitStack()
 
-    async def start(config: GatewayConfig | None = None, **fields: object) -> SimpleNamespace:
+    async def start(
+        config: GatewayConfig | None = None, http: HttpConfig | None = None, **fields: object
+    ) -> SimpleNamespace:
         config = config or GatewayConfig(tmp_path / "workspaces", kit_env.dataset)
         gateway = Gateway({"probe": replace(PROBE_SPEC, **fields)}, config)
-        app = create_app(gateway, HttpConfig())
+        app = create_app(gateway, http or HttpConfig())
         await stack.enter_async_context(lifespan(app))
         client = await stack.enter_async_context(
             httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8080")

@@ -96,6 +96,21 @@ async def test_past_its_queue_a_call_is_refused_at_once_with_when_to_retry(start
     assert pool.waiting == 0 and pool.describe()["queued_s"] == 0
 
 
+async def test_a_quick_tool_does_not_wait_for_the_slots_heavy_calls_hold(start_pool, kit_env) -> None:
+    pool = await start_pool(max_in_flight=1)
+    workspace = str(kit_env.workspace)
+    pool.admission.record("echo", 0.002)  # measured quick (timings vary here: the cost is set, not timed)
+    heavy = asyncio.ensure_future(pool.call("tools/call", params("nap", "h1", workspace, seconds=30), "h1"))
+    await until(pool, lambda: pool.replicas[0].in_flight == 1)
+    queued = asyncio.ensure_future(pool.call("tools/call", params("nap", "h2", workspace, seconds=30), "h2"))
+    await until(pool, lambda: pool.waiting == 1)  # the second heavy call waits for the one heavy slot
+    answer = await pool.call("tools/call", params("echo", "q", workspace, text="past the line"), "q")
+    assert text(answer) == "past the line" and pool.waiting == 1 and not heavy.done()
+    for task in (heavy, queued):
+        task.cancel()
+    await asyncio.gather(heavy, queued, return_exceptions=True)
+
+
 async def test_a_servers_own_busy_answer_is_passed_on(start_pool, kit_env) -> None:
     pool = await start_pool()
     with pytest.raises(RemoteError) as refused:

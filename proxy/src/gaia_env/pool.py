@@ -226,7 +226,7 @@ class ServerPool:
         """Forward one request to the right replica, within the server's timeout."""
         tool = str(params.get("name", method))
         deadline = time.monotonic() + self.spec.timeout
-        slot = await self._acquire(tool, session, deadline)
+        slot = await self._acquire(tool, session, deadline, self.admission.quick(tool))
         process = slot.replica.process
         assert process is not None
         started = time.monotonic()
@@ -245,19 +245,19 @@ class ServerPool:
                 "and was cancelled; try a smaller input, or raise this server's timeout in servers.toml."
             ) from None
         finally:
-            self.dispatch.release(slot.replica)
+            self.dispatch.release(slot)
             self._bump()
         return _with_note(result, self._lost_note(slot.lost)) if slot.lost else result
 
-    async def _acquire(self, tool: str, session: str | None, deadline: float) -> Slot:
+    async def _acquire(self, tool: str, session: str | None, deadline: float, quick: bool) -> Slot:
         # A free slot with calls waiting is one none of them may use (they wait for their own
-        # replica): hand_out gives every other one away as it frees up, so taking it is fair.
-        if (replica := self.dispatch.pick(session)) is not None:
-            slot = self.dispatch.take(replica, session)
+        # replica, or for a heavy slot): hand_out gives every other one away as it frees up.
+        if (replica := self.dispatch.pick(session, quick)) is not None:
+            slot = self.dispatch.take(replica, session, quick)
             self._bump()
             return slot
-        self._admit(tool, session, deadline)
-        waiter = self.dispatch.wait(session, self.admission.cost(tool))
+        self._admit(tool, session, deadline, quick)
+        waiter = self.dispatch.wait(session, self.admission.cost(tool), quick)
         self._bump()
         try:
             async with asyncio.timeout(max(0.001, deadline - time.monotonic())):
@@ -274,15 +274,15 @@ class ServerPool:
         self._bump()
         return slot
 
-    def _admit(self, tool: str, session: str | None, deadline: float) -> None:
+    def _admit(self, tool: str, session: str | None, deadline: float, quick: bool) -> None:
         """Refuse at once a call that could not be served in time; raises Busy or PoolError."""
         if self.state is PoolState.FAILED:
             raise PoolError(self._unavailable_reason())
-        slots = self.dispatch.slots(session)
+        slots = self.dispatch.slots(session, quick)
         if slots == 0:
             self.busy_answers += 1
             raise Busy(f"Server {self.spec.id} is {self.state}", 2, self.spec.id)
-        queued = self.dispatch.queued_for(session)
+        queued = self.dispatch.queued_for(session, quick)
         retry = self.admission.refusal(tool, queued, slots, deadline - time.monotonic())
         if retry is not None:
             self.busy_answers += 1

@@ -45,6 +45,8 @@ class Replica:
     state: ReplicaState = ReplicaState.STARTING
     process: ServerProcess | None = None
     in_flight: int = 0
+    quick_in_flight: int = 0
+    """Of in_flight, the quick calls (dispatch.py)."""
     restarts: int = 0
     generation: int = 0
     """One more each time a process of this replica comes up: a session's state lives in one."""
