@@ -56,6 +56,8 @@ class ServerPool:
         self.admission = Admission(spec.max_queue_s)
         self.dispatch = Dispatch(self.replicas, spec.max_in_flight, spec.stateful)
         self.busy_answers = 0
+        self.served = 0
+        """Calls that finished on a replica (answered, failed or timed out): scaling's rate."""
         self._changed = asyncio.Event()
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._scaler: asyncio.Task[None] | None = None
@@ -180,12 +182,20 @@ class ServerPool:
                 starting=any(r.state is ReplicaState.STARTING for r in active),
                 waiting=self.waiting,
                 in_flight=sum(r.in_flight for r in active),
+                served=self.served,
             )
             decision = scaler.decide(load, time.monotonic(), room_for_a_replica)
             if decision is scaling.Scaling.GROW:
                 self._grow()
-            elif decision is scaling.Scaling.SHRINK and self._shrink():
+            elif decision is scaling.Scaling.SHRINK and self._shrink(
+                f"quiet for {scaling.SCALE_DOWN_AFTER_S:.0f} s"
+            ):
                 scaler.retired_one(time.monotonic())
+            elif decision is scaling.Scaling.UNDO:
+                self._shrink(
+                    "the last replica added did not raise the rate of finished calls (no free core?); "
+                    f"adding none for {scaling.HOLD_S:.0f} s"
+                )
 
     def _grow(self) -> None:
         spare = next((r for r in self.replicas if not r.wanted and r.state is ReplicaState.STOPPED), None)
@@ -196,7 +206,7 @@ class ServerPool:
         logger.info("%s: %d calls waiting; starting replica #%d", self.spec.id, self.waiting, spare.index)
         self._launch(spare)
 
-    def _shrink(self) -> bool:
+    def _shrink(self, why: str) -> bool:
         """Retire the newest replica that holds no session's state; it finishes its calls first."""
         holders = self.dispatch.holders()
         idle = [r for r in self.active if r.ready and r.index not in holders]
@@ -204,12 +214,7 @@ class ServerPool:
             return False
         replica = max(idle, key=lambda r: r.index)
         replica.wanted, replica.state = False, ReplicaState.DRAINING
-        logger.info(
-            "%s: quiet for %.0f s; retiring replica #%d",
-            self.spec.id,
-            scaling.SCALE_DOWN_AFTER_S,
-            replica.index,
-        )
+        logger.info("%s: %s; retiring replica #%d", self.spec.id, why, replica.index)
         asyncio.create_task(self._drain(replica))
         return True
 
@@ -245,6 +250,7 @@ class ServerPool:
                 "and was cancelled; try a smaller input, or raise this server's timeout in servers.toml."
             ) from None
         finally:
+            self.served += 1
             self.dispatch.release(slot)
             self._bump()
         return _with_note(result, self._lost_note(slot.lost)) if slot.lost else result
