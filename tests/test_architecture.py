@@ -351,7 +351,9 @@ def test_the_architecture_page_lists_every_gateway_module_in_a_room():
     page = (ROOT / "docs" / "architecture.md").read_text()
     section = page.split("## The gateway's rooms", 1)[1].split("\n## ", 1)[0]
     listed = [
-        m.strip() for row in re.findall(r"^\| (?!room )\w+ \| ([\w, ]+) \|", section, re.M) for m in row.split(",")
+        m.strip()
+        for row in re.findall(r"^\| (?!room )\w+ \| ([\w, ]+) \|", section, re.M)
+        for m in row.split(",")
     ]
     actual = {p.stem for p in (ROOT / "proxy" / "src" / GATEWAY).glob("*.py")} - {"__init__", "__main__"}
     assert sorted(listed) == sorted(actual), (
