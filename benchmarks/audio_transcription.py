@@ -73,7 +73,7 @@ async def main() -> None:
         os.environ["GAIA_WORKSPACE_ROOT"] = str(root / "workspaces")
         os.environ.pop("AUDIO_TRANSCRIPTION_BACKEND", None)
         clip, spoken = make_clip(workspace, args.seconds)
-        from gaia_kit.core.session import SESSION_ID_KEY, WORKSPACE_KEY
+        from gaia_contract import SESSION_ID_KEY, WORKSPACE_KEY
         from media_audio_server.server import server
 
         meta = {SESSION_ID_KEY: "bench", WORKSPACE_KEY: str(workspace)}

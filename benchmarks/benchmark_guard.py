@@ -26,7 +26,7 @@ QUESTION = (
 
 
 async def measure(repeats: int) -> dict[str, object]:
-    from gaia_kit.core.contract import SESSION_ID_KEY, TASK_KEY, WORKSPACE_KEY
+    from gaia_contract import SESSION_ID_KEY, TASK_KEY, WORKSPACE_KEY
     from gaia_kit_testing.fake_web import FakeWeb
     from mcp import Client
     from readweb_server.server import server

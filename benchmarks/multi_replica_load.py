@@ -28,7 +28,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from gaia_kit.core.contract import BUSY
+from gaia_contract import BUSY
 from loadgen import RawClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))

@@ -36,9 +36,9 @@ from typing import Any
 
 import psutil
 from attachments import make_attachments
+from gaia_contract import BUSY
 from loadgen import Gateway, RawClient, start_gateway, tree, tree_rss_mib
 
-BUSY = -32029  # gaia_kit.core.contract.BUSY
 DATASET_ALIAS = "/workspace/gaia_dataset"
 SAMPLE_EVERY_S = 5.0
 

@@ -19,9 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from gaia_contract import SESSION_ID_KEY, WORKSPACE_KEY
 from gaia_env.confine import Confinement
 from gaia_env.process import ServerProcess
-from gaia_kit.core.contract import SESSION_ID_KEY, WORKSPACE_KEY
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVERS = {

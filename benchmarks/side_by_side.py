@@ -40,12 +40,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from gaia_contract import SESSION_ID_KEY, WORKSPACE_KEY
 from gaia_kit_testing.loopback import free_port
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 ROOT = Path(__file__).resolve().parents[1]
-SESSION_ID_KEY, WORKSPACE_KEY = "gaia-env/session-id", "gaia-env/workspace"
 STEP_TIMEOUT = 60.0
 LEAK = "TOP-SECRET-4729"  # what a file outside the allowed roots holds
 

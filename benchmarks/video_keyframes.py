@@ -67,7 +67,7 @@ async def main() -> None:
         started = time.perf_counter()
         cuts = make_video(workspace / "long.mp4", seconds, args.cut_every)
         made = time.perf_counter() - started
-        from gaia_kit.core.session import SESSION_ID_KEY, WORKSPACE_KEY
+        from gaia_contract import SESSION_ID_KEY, WORKSPACE_KEY
         from media_video_server.server import server
 
         meta = {SESSION_ID_KEY: "bench", WORKSPACE_KEY: str(workspace)}

@@ -18,7 +18,8 @@ SERVERS = ROOT / "servers"
 KIT = SERVERS / "kit"
 KIT_SRC = KIT / "src" / "gaia_kit"
 NOT_SERVERS = {"kit", "kit-testing"}
-GATEWAY, TRAINER, TESTING = "gaia_env", "gaia_train", "gaia_kit_testing"
+GATEWAY, TRAINER, TESTING, CONTRACT = "gaia_env", "gaia_train", "gaia_kit_testing", "gaia_contract"
+CONTRACT_FOLDER = ROOT / "contract"
 TEST_LIBRARIES = {"pytest", "_pytest", "hypothesis", TESTING}
 # Imported inside a function and installed with pip beside the trainer's CPU torch
 # (scripts/whisper-extra.sh), never by uv: media-audio-server's optional openai-whisper backend.
@@ -147,6 +148,20 @@ def test_the_trainer_reaches_tools_only_over_mcp():
 def test_the_kit_never_imports_a_server_the_gateway_the_trainer_or_a_test_library():
     wrong = top_levels(imports(KIT_SRC)) & (set(SERVER_PACKAGES) | {GATEWAY, TRAINER} | TEST_LIBRARIES)
     assert not wrong, f"gaia_kit imports {sorted(wrong)}"
+
+
+def test_the_contract_imports_nothing_and_depends_on_nothing():
+    # The trainer installs it on GPU nodes without the rest of the project.
+    assert not imports(CONTRACT_FOLDER / "src"), "gaia_contract imports something"
+    assert project(CONTRACT_FOLDER)["dependencies"] == []
+
+
+@pytest.mark.parametrize("folder", [*kit_users(), SERVERS / "kit", ROOT / "trainer"], ids=lambda p: p.name)
+def test_whoever_imports_the_contract_declares_it(folder: Path):
+    if CONTRACT in top_levels(imports(folder / "src")):
+        assert "gaia-contract" in declared(project(folder)["dependencies"])[0], (
+            f"{folder.name} imports gaia_contract: declare gaia-contract in its pyproject.toml"
+        )
 
 
 def test_the_kits_core_imports_no_other_subpackage():
@@ -330,3 +345,17 @@ def test_the_architecture_page_lists_every_trainer_room():
     page = (ROOT / "docs" / "architecture.md").read_text()
     section = page.split("## The trainer's rooms", 1)[1].split("\n## ", 1)[0]
     assert set(re.findall(r"^\| `(\w+)` \|", section, re.M)) == set(TRAINER_ROOMS)
+
+
+def test_the_architecture_page_lists_every_gateway_module_in_a_room():
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    section = page.split("## The gateway's rooms", 1)[1].split("\n## ", 1)[0]
+    listed = [
+        m.strip()
+        for row in re.findall(r"^\| (?!room )\w+ \| ([\w, ]+) \|", section, re.M)
+        for m in row.split(",")
+    ]
+    actual = {p.stem for p in (ROOT / "proxy" / "src" / GATEWAY).glob("*.py")} - {"__init__", "__main__"}
+    assert sorted(listed) == sorted(actual), (
+        f"unlisted: {sorted(actual - set(listed))}, gone: {sorted(set(listed) - actual)}"
+    )

@@ -244,15 +244,3 @@ def test_the_trainer_sends_the_task_and_counts_what_was_withheld(
     copy, topic = anyio.run(episode)
     assert copy.is_error and copy.withheld == 1 and "Withheld: this page" in copy.text
     assert not topic.is_error and topic.withheld == 0 and QUESTION not in topic.text
-
-
-def test_the_trainer_spells_the_wire_keys_as_the_kit_does() -> None:
-    """The trainer repeats the contract's keys (it runs without the kit): they must stay the same."""
-    from gaia_kit.core import contract
-    from gaia_train.episode import session
-
-    assert (session.TASK_KEY, session.COST_KEY, session.WITHHELD_KEY) == (
-        contract.TASK_KEY,
-        contract.COST_KEY,
-        contract.WITHHELD_KEY,
-    )

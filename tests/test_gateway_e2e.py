@@ -15,8 +15,8 @@ import time
 import httpx
 import psutil
 import pytest
+from gaia_contract import BUSY
 from gaia_env.registry import load_registry
-from gaia_kit.core.contract import BUSY
 from gateway_harness import PROBE_REGISTRY, RunningGateway, write_registry
 from mcp import Client
 

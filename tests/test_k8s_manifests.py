@@ -10,9 +10,9 @@ from pathlib import Path
 import kubernetes_validate
 import pytest
 import yaml
+from gaia_contract import GONE_UNREACHABLE, SESSION_GONE
 from gaia_env import ops
 from gaia_env.app import OPEN_PATHS
-from gaia_kit.core.contract import GONE_UNREACHABLE, SESSION_GONE
 
 ROOT = Path(__file__).resolve().parents[1]
 K8S = ROOT / "deploy" / "k8s"

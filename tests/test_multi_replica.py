@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import psutil
 import pytest
-from gaia_kit.core.contract import BUSY, GONE_ELSEWHERE, GONE_RESTARTED, GONE_UNREACHABLE, SESSION_GONE
+from gaia_contract import BUSY, GONE_ELSEWHERE, GONE_RESTARTED, GONE_UNREACHABLE, SESSION_GONE
 from replicas_harness import Cluster, fail_timeout_s
 
 # The module's cluster starts once (about a minute on 2 quiet cores); the timeout leaves room for a

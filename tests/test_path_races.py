@@ -21,8 +21,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from gaia_contract import SESSION_ID_KEY, WORKSPACE_KEY
 from gaia_kit import ToolFailure
-from gaia_kit.core.contract import SESSION_ID_KEY, WORKSPACE_KEY
 from gaia_kit_testing import failed, ok, session_call
 
 SWAPS = 10_000

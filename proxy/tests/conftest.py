@@ -16,6 +16,7 @@ from gaia_env.app import HttpConfig, create_app
 from gaia_env.gateway import Gateway, GatewayConfig
 from gaia_env.pool import ServerPool
 from gaia_env.registry import ServerSpec
+from gaia_env.replica import PoolState
 from gateway_harness import PROBE
 from starlette.types import ASGIApp
 
@@ -45,7 +46,7 @@ async def start_pool(probe_env: dict[str, str]) -> AsyncIterator[Callable[..., S
         pools.append(pool)
         pool.start()
         await pool.wait_started(60)
-        assert pool.state == "ready", pool.describe()
+        assert pool.state is PoolState.READY, pool.describe()
         return pool
 
     yield start
@@ -75,14 +76,16 @@ async def lifespan(app: ASGIApp) -> AsyncIterator[None]:
 async def live_gateway(
     kit_env: SimpleNamespace, tmp_path: Path
 ) -> AsyncIterator[Callable[..., Awaitable[SimpleNamespace]]]:
-    """live_gateway(**spec_fields) -> the app over a gateway with the real probe server, started, and
-    an httpx client for it (`.gateway`, `.client`, `.app`); stopped after the test."""
+    """live_gateway(config=None, http=None, **spec_fields) -> the app over a gateway with the real probe
+    server, started, and an httpx client for it (`.gateway`, `.client`, `.app`); stopped after the test."""
     stack = contextlib.AsyncExitStack()
 
-    async def start(config: GatewayConfig | None = None, **fields: object) -> SimpleNamespace:
+    async def start(
+        config: GatewayConfig | None = None, http: HttpConfig | None = None, **fields: object
+    ) -> SimpleNamespace:
         config = config or GatewayConfig(tmp_path / "workspaces", kit_env.dataset)
         gateway = Gateway({"probe": replace(PROBE_SPEC, **fields)}, config)
-        app = create_app(gateway, HttpConfig())
+        app = create_app(gateway, http or HttpConfig())
         await stack.enter_async_context(lifespan(app))
         client = await stack.enter_async_context(
             httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8080")

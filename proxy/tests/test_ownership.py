@@ -6,12 +6,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from gaia_contract import GONE_ELSEWHERE, GONE_RESTARTED, SESSION_GONE
 from gaia_env.app import HttpConfig, create_app
 from gaia_env.gateway import Gateway, GatewayConfig
 from gaia_env.ownership import PREFIX, Replica, SessionGone, SessionOwners
 from gaia_env.registry import ServerSpec
 from gaia_env.sessions import RootInUse, SessionStore
-from gaia_kit.core.contract import GONE_ELSEWHERE, GONE_RESTARTED, SESSION_GONE
 
 pytestmark = pytest.mark.anyio
 

@@ -12,11 +12,13 @@ import time
 from collections.abc import Callable
 
 import pytest
+from gaia_contract import BUSY, RETRY_AFTER, SESSION_ID_KEY, WORKSPACE_KEY
 from gaia_env import pool as pool_module
+from gaia_env import scaling
 from gaia_env.errors import Busy
 from gaia_env.pool import PoolError, ServerPool
 from gaia_env.process import RemoteError, ServerProcess
-from gaia_kit.core.contract import BUSY, RETRY_AFTER, SESSION_ID_KEY, WORKSPACE_KEY
+from gaia_env.replica import PoolState, ReplicaState
 
 pytestmark = pytest.mark.anyio
 
@@ -91,7 +93,22 @@ async def test_past_its_queue_a_call_is_refused_at_once_with_when_to_retry(start
     for task in (busy, *queued):
         task.cancel()
     await asyncio.gather(busy, *queued, return_exceptions=True)
-    assert pool.waiting == 0 and pool.admission.queued_s == 0
+    assert pool.waiting == 0 and pool.describe()["queued_s"] == 0
+
+
+async def test_a_quick_tool_does_not_wait_for_the_slots_heavy_calls_hold(start_pool, kit_env) -> None:
+    pool = await start_pool(max_in_flight=1)
+    workspace = str(kit_env.workspace)
+    pool.admission.record("echo", 0.002)  # measured quick (timings vary here: the cost is set, not timed)
+    heavy = asyncio.ensure_future(pool.call("tools/call", params("nap", "h1", workspace, seconds=30), "h1"))
+    await until(pool, lambda: pool.replicas[0].in_flight == 1)
+    queued = asyncio.ensure_future(pool.call("tools/call", params("nap", "h2", workspace, seconds=30), "h2"))
+    await until(pool, lambda: pool.waiting == 1)  # the second heavy call waits for the one heavy slot
+    answer = await pool.call("tools/call", params("echo", "q", workspace, text="past the line"), "q")
+    assert text(answer) == "past the line" and pool.waiting == 1 and not heavy.done()
+    for task in (heavy, queued):
+        task.cancel()
+    await asyncio.gather(heavy, queued, return_exceptions=True)
 
 
 async def test_a_servers_own_busy_answer_is_passed_on(start_pool, kit_env) -> None:
@@ -106,7 +123,7 @@ async def test_a_stopped_process_is_hung_and_restarted(start_pool, kit_env) -> N
     pool = await start_pool(hung_after_s=1.5)
     first = pool.replicas[0].process
     os.kill(first.pid, signal.SIGSTOP)
-    await until(pool, lambda: pool.replicas[0].generation == 2 and pool.state == "ready")
+    await until(pool, lambda: pool.replicas[0].generation == 2 and pool.state is PoolState.READY)
     assert "not even a ping" in pool.replicas[0].last_error and pool.replicas[0].restarts == 1
     _, pid = await whoami(pool, "s", str(kit_env.workspace))
     assert pid != first.pid and first.proc.returncode == -signal.SIGKILL
@@ -135,7 +152,7 @@ async def test_a_restart_tells_each_stateful_session_its_state_was_lost(start_po
     await whoami(pool, "kept", workspace)
     with pytest.raises(PoolError, match="probe memories this session had there was lost: retry"):
         await pool.call("tools/call", params("crash", "crasher", workspace), "crasher")
-    await until(pool, lambda: pool.replicas[0].generation == 2 and pool.state == "ready")
+    await until(pool, lambda: pool.replicas[0].generation == 2 and pool.state is PoolState.READY)
     after = await pool.call("tools/call", params("whoami", "kept", workspace), "kept")
     note = after["content"][0]["text"]
     assert note.startswith("[gaia-env] Server probe was restarted since this session's last call")
@@ -148,8 +165,8 @@ async def test_a_restart_tells_each_stateful_session_its_state_was_lost(start_po
 
 
 async def test_queue_depth_adds_a_replica_and_quiet_retires_it(start_pool, kit_env, monkeypatch) -> None:
-    monkeypatch.setattr(pool_module, "SCALE_EVERY_S", 0.05)
-    monkeypatch.setattr(pool_module, "SCALE_DOWN_AFTER_S", 0.5)
+    monkeypatch.setattr(scaling, "SCALE_EVERY_S", 0.05)
+    monkeypatch.setattr(scaling, "SCALE_DOWN_AFTER_S", 0.5)
     pool = await start_pool(replicas="auto", min_replicas=1, max_replicas=2, max_in_flight=1)
     workspace = str(kit_env.workspace)
     naps = [
@@ -158,12 +175,12 @@ async def test_queue_depth_adds_a_replica_and_quiet_retires_it(start_pool, kit_e
     ]
     await until(pool, lambda: pool.waiting == 2)
     # Calls waiting at two scaling checks in a row start a replica, which takes one of them.
-    await until(pool, lambda: sum(r.in_flight for r in pool.replicas if r.state == "ready") == 2, 60)
+    await until(pool, lambda: sum(r.in_flight for r in pool.replicas if r.ready) == 2, 60)
     assert len(pool.active) == 2 and pool.waiting == 1
     for nap in naps:
         nap.cancel()
     await asyncio.gather(*naps, return_exceptions=True)
-    await until(pool, lambda: len(pool.active) == 1 and pool.replicas[1].state == "stopped")
+    await until(pool, lambda: len(pool.active) == 1 and pool.replicas[1].state is ReplicaState.STOPPED)
     assert pool.describe()["restarts"] == 0
     assert (await whoami(pool, "s", workspace))[1] == pool.replicas[0].process.pid
 

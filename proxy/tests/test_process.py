@@ -10,9 +10,9 @@ from pathlib import Path
 
 import psutil
 import pytest
+from gaia_contract import SESSION_ID_KEY, WORKSPACE_KEY
 from gaia_env.logs import ServerLog
 from gaia_env.process import CallTimeout, ServerGone, ServerProcess
-from gaia_kit.core.contract import SESSION_ID_KEY, WORKSPACE_KEY
 from gateway_harness import PROBE
 
 pytestmark = pytest.mark.anyio

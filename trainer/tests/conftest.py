@@ -10,13 +10,12 @@ from pathlib import Path
 
 import anyio
 import pytest
+from gaia_contract import SESSION_GONE
 from gaia_kit_testing.loopback import LoopbackServer
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
-
-SESSION_GONE = -32030  # gaia_kit.core.contract.SESSION_GONE
 
 NOTES = {
     "/data/notes.txt": "The meeting code is 7731.",

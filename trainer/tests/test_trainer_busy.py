@@ -7,15 +7,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from gaia_contract import BUSY, RETRY_AFTER
 from gaia_kit_testing.loopback import LoopbackServer
-from gaia_train.episode.session import RETRY_AFTER, McpSettings, McpToolSession
+from gaia_train.episode.session import McpSettings, McpToolSession
 from gaia_train.episode.toolcalls import ToolCall
 from mcp.server import MCPServer
 from mcp.shared.exceptions import MCPError
 
 pytestmark = pytest.mark.anyio
-
-BUSY = -32029  # gaia_kit.core.contract.BUSY
 
 
 class Refusals:

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gaia_contract import AUTH_TOKEN_ENV, CLIENT_SESSION_HEADER, SERVERS_HEADER
 from gaia_kit.core.settings import KitSettings
 
 from . import logs
@@ -236,7 +237,7 @@ def _cache_url() -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    token = os.environ.get("MCP_AUTH_TOKEN") or None
+    token = os.environ.get(AUTH_TOKEN_ENV) or None
     if not is_loopback(args.host) and not token and not args.insecure:
         print(
             f"gaia-env: refusing to serve on {args.host} without MCP_AUTH_TOKEN: anyone who can reach it could run "
@@ -356,10 +357,10 @@ def _call_remote(
 
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
     if session:
-        headers["X-Session-Id"] = session
+        headers[CLIENT_SESSION_HEADER] = session
     if servers:
-        headers["MCP-Servers"] = servers
-    if token := os.environ.get("MCP_AUTH_TOKEN"):
+        headers[SERVERS_HEADER] = servers
+    if token := os.environ.get(AUTH_TOKEN_ENV):
         headers["Authorization"] = f"Bearer {token}"
     body = {
         "jsonrpc": "2.0",

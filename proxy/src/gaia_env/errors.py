@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gaia_kit.core.contract import BUSY, RETRY_AFTER, busy_message
+from gaia_contract import BUSY, RETRY_AFTER, busy_message
 from mcp_types import INVALID_PARAMS
 
 

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import mcp.types as types
+from gaia_contract import CLIENT_SESSION_HEADER, MCP_SESSION_HEADER
 from gaia_kit.core.calls import Call
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -35,8 +36,6 @@ from .bare import BareRequests
 from .errors import GatewayError
 from .gateway import Gateway
 from .selection import (
-    CLIENT_SESSION_HEADER,
-    SESSION_HEADER,
     client_of,
     refused_session_id,
     requested_servers,
@@ -151,7 +150,7 @@ class MCPEndpoint:
 
         async def register(message: Message) -> None:
             if message["type"] == "http.response.start":
-                if session_id := Headers(raw=message.get("headers", [])).get(SESSION_HEADER):
+                if session_id := Headers(raw=message.get("headers", [])).get(MCP_SESSION_HEADER):
                     self.gateway.sessions.touch(session_id)
                     await self.gateway.owners.claim(session_id)  # a new uuid: this replica's
             await send(message)
@@ -176,7 +175,7 @@ class MCPEndpoint:
         scope = _any_type_without_accept(scope)
         headers = Headers(scope=scope)
         method = scope["method"]
-        session_id = headers.get(SESSION_HEADER)
+        session_id = headers.get(MCP_SESSION_HEADER)
         version = headers.get("mcp-protocol-version")
         streams = _lists_event_stream(headers)
         if problem := refused_session_id(scope):  # refused before anything is opened or kept

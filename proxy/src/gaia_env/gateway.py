@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gaia_kit.core.callbacks import SessionEndHandler, call_each
-from gaia_kit.core.contract import (
+from gaia_contract import (
+    AUTH_TOKEN_ENV,
     BUDGET_SPENT_KEY,
     BUSY,
     COST_KEY,
@@ -24,6 +24,7 @@ from gaia_kit.core.contract import (
     WITHHELD_KEY,
     WORKSPACE_KEY,
 )
+from gaia_kit.core.callbacks import SessionEndHandler, call_each
 from jsonschema import validators
 from jsonschema.exceptions import SchemaError, ValidationError
 
@@ -37,6 +38,7 @@ from .ownership import Replica, SessionGone, SessionOwners
 from .pool import PoolError, ServerPool
 from .process import Progress
 from .registry import ServerSpec
+from .replica import PoolState
 from .sessions import EPHEMERAL_PREFIX, SessionLimits, SessionRefused, SessionState, SessionStore
 
 logger = logging.getLogger("gaia_env.gateway")
@@ -48,7 +50,7 @@ MAX_TASK_CHARS = 20_000
 """A task question longer than this is cut: the guard compares phrases, a book adds nothing."""
 
 # Variables a server must not inherit from the gateway.
-PRIVATE_ENV = {"MCP_AUTH_TOKEN"}
+PRIVATE_ENV = {AUTH_TOKEN_ENV}
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,7 @@ class Gateway:
 
     @property
     def ready(self) -> bool:
-        return all(p.state == "ready" for p in self.pools.values())
+        return all(p.state is PoolState.READY for p in self.pools.values())
 
     def status(self) -> dict[str, Any]:
         return {
@@ -191,7 +193,7 @@ class Gateway:
                 "or select one server with the MCP_SERVERS header."
             )
         server, sep, _ = name.partition(catalog.SEPARATOR)
-        if sep and server in selection and self.pools[server].state != "ready":
+        if sep and server in selection and self.pools[server].state is not PoolState.READY:
             raise UnknownTool(f"Server {server} is unavailable ({self.pools[server].state}); retry shortly.")
         down = [sid for sid in selection if not self.pools[sid].tools]
         hint = f" Server(s) {', '.join(down)} are not up yet, so their tools are not listed." if down else ""

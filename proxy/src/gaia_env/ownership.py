@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gaia_kit.core.contract import (
+from gaia_contract import (
     GONE_ELSEWHERE,
     GONE_OWNER,
     GONE_REASON,

@@ -10,14 +10,19 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from gaia_contract import (
+    CLIENT_SESSION_HEADER,
+    MCP_SESSION_HEADER,
+    META_SESSION_KEYS,
+    SERVERS_HEADER,
+    SERVERS_HEADER_AS_SENT,
+    SERVERS_QUERY,
+)
 from starlette.datastructures import Headers, QueryParams
 from starlette.types import Scope
 
 from .errors import InvalidRequest
 
-SESSION_HEADER = "mcp-session-id"
-CLIENT_SESSION_HEADER = "x-session-id"
-META_SESSION_KEYS = ("gaia-env/session-id", "session_id", "sessionId")
 URL_SESSION_PARAM = "session_id"
 
 SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
@@ -37,9 +42,9 @@ def requested_servers(scope: Scope) -> list[str] | None:
         return [path_id]
     headers = Headers(scope=scope)
     raw = (
-        headers.get("mcp_servers")
-        or headers.get("mcp-servers")
-        or QueryParams(scope["query_string"]).get("servers")
+        headers.get(SERVERS_HEADER_AS_SENT)
+        or headers.get(SERVERS_HEADER)
+        or QueryParams(scope["query_string"]).get(SERVERS_QUERY)
     )
     if not raw:
         return None
@@ -69,7 +74,7 @@ def refused_session_id(scope: Scope) -> str | None:
     headers = Headers(scope=scope)
     # The SDK's own ids (uuid4 hex) fit the bound; anything longer is refused before the SDK sees it.
     for header, where in (
-        (SESSION_HEADER, "the Mcp-Session-Id header"),
+        (MCP_SESSION_HEADER, "the Mcp-Session-Id header"),
         (CLIENT_SESSION_HEADER, "the X-Session-Id header"),
     ):
         if (key := headers.get(header)) is not None and (problem := session_id_problem(key, where)):
@@ -94,7 +99,7 @@ def session_key(scope: Scope, meta: dict[str, Any] | None) -> str | None:
     if (key := url_session(scope)) is not None:
         return _checked(key, "the URL")
     headers = Headers(scope=scope)
-    if key := headers.get(SESSION_HEADER):
+    if key := headers.get(MCP_SESSION_HEADER):
         return _checked(key, "the Mcp-Session-Id header")  # the SDK's own id: it 404s an id it did not give
     if key := headers.get(CLIENT_SESSION_HEADER):
         return _checked(key, "the X-Session-Id header")

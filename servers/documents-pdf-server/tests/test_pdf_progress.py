@@ -2,7 +2,7 @@
 
 import pytest
 from documents_pdf_server.server import server
-from gaia_kit.core.session import SESSION_ID_KEY, WORKSPACE_KEY
+from gaia_contract import SESSION_ID_KEY, WORKSPACE_KEY
 from gaia_kit_testing import ok
 from gaia_kit_testing.fake_web import make_pdf
 from mcp import Client

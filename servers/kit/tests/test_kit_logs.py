@@ -9,8 +9,8 @@ import logging
 from pathlib import Path
 
 import pytest
+from gaia_contract import BUSY, RETRY_AFTER, SESSION_ID_KEY, WORKSPACE_KEY
 from gaia_kit import KitServer
-from gaia_kit.core.contract import BUSY, RETRY_AFTER, SESSION_ID_KEY, WORKSPACE_KEY
 from gaia_kit.core.errors import Busy, describe_exception
 from gaia_kit.core.logs import JsonFormatter, log_to_stderr
 from gaia_kit.core.settings import get_settings

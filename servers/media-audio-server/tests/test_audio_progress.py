@@ -4,7 +4,7 @@ import subprocess
 
 import anyio
 import pytest
-from gaia_kit.core.session import SESSION_ID_KEY, WORKSPACE_KEY
+from gaia_contract import SESSION_ID_KEY, WORKSPACE_KEY
 from gaia_kit_testing import ok
 from mcp import Client
 from media_audio_server import media, transcribe

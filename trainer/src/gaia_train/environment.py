@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx2
+from gaia_contract import SERVERS_HEADER_AS_SENT
 
 from .episode.session import EnvironmentUnavailable, McpSettings, McpToolSession
 from .episode.toolcalls import ToolCall
@@ -65,7 +66,7 @@ def mcp_config(settings: McpSettings | None = None, name: str = "gaia-env") -> d
     settings = settings or McpSettings.from_env()
     headers = {}
     if settings.servers:
-        headers["MCP_SERVERS"] = settings.servers
+        headers[SERVERS_HEADER_AS_SENT] = settings.servers
     if settings.auth_token:
         headers["Authorization"] = f"Bearer {settings.auth_token}"
     return {"mcpServers": {name: {"type": "streamable-http", "url": settings.url, "headers": headers}}}

@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from gaia_kit.core.contract import SESSION_ID_KEY, WORKSPACE_KEY
+from gaia_contract import SESSION_ID_KEY, WORKSPACE_KEY
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 

@@ -37,6 +37,19 @@ from typing import Any
 import anyio
 import httpx2
 import jsonschema
+from gaia_contract import (
+    AUTH_TOKEN_ENV,
+    AUTH_TOKEN_FILE_ENV,
+    CLIENT_SESSION_HEADER,
+    COST_KEY,
+    RETRY_AFTER,
+    SERVER_URL_ENV,
+    SERVERS_ENV,
+    SERVERS_HEADER,
+    SESSION_GONE,
+    TASK_KEY,
+    WITHHELD_KEY,
+)
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -49,11 +62,6 @@ from .toolcalls import ToolCall
 log = logging.getLogger(__name__)
 
 DEFAULT_MCP_URL = "http://127.0.0.1:8080/mcp"
-RETRY_AFTER = "retryAfter"
-"""Key of a busy error's data in gaia-env's wire contract (gaia_kit.core.contract; the trainer runs without the kit)."""
-SESSION_GONE = -32030
-"""JSON-RPC code of a call whose session's gateway replica is gone (gaia_kit.core.contract.SESSION_GONE:
-the kit's constant, repeated here because the trainer runs without the kit); its workspace is lost."""
 CONNECTION_CLOSED = -32000
 """The MCP SDK's code for a request whose connection closed before its answer came."""
 INTERNAL_ERROR = -32603
@@ -64,12 +72,6 @@ METHOD_NOT_FOUND = -32601
 _SESSION_TERMINATED = "Session terminated"
 """The SDK's words for a 404 on a known MCP session: the gateway that held it restarted."""
 MAX_BACKOFF_S = 30.0
-TASK_KEY = "gaia-env/task"
-"""`_meta` key of the task a session serves (gaia_kit.core.contract.TASK_KEY, repeated: no kit here)."""
-COST_KEY = "gaia-env/cost"
-"""`_meta` key of what a call cost on paid backends (gaia_kit.core.contract.COST_KEY)."""
-WITHHELD_KEY = "gaia-env/withheld"
-"""`_meta` key of what the benchmark-copy guard withheld in a call (gaia_kit.core.contract.WITHHELD_KEY)."""
 
 
 class EnvironmentFault(RuntimeError):
@@ -120,27 +122,27 @@ class McpSettings:
     def from_env(cls, **overrides: Any) -> McpSettings:
         """MCP_SERVER_URL, MCP_SERVERS and MCP_AUTH_TOKEN (or MCP_AUTH_TOKEN_FILE), then explicit overrides."""
         values: dict[str, Any] = {
-            "url": os.environ.get("MCP_SERVER_URL") or DEFAULT_MCP_URL,
-            "servers": os.environ.get("MCP_SERVERS") or None,
-            "auth_token": os.environ.get("MCP_AUTH_TOKEN") or _token_from_file(),
+            "url": os.environ.get(SERVER_URL_ENV) or DEFAULT_MCP_URL,
+            "servers": os.environ.get(SERVERS_ENV) or None,
+            "auth_token": os.environ.get(AUTH_TOKEN_ENV) or _token_from_file(),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 
 
 def _token_from_file() -> str | None:
-    path = os.environ.get("MCP_AUTH_TOKEN_FILE")
+    path = os.environ.get(AUTH_TOKEN_FILE_ENV)
     if not path:
         return None
     try:
         token = Path(path).read_text(encoding="utf-8").strip()
     except OSError as exc:
         raise ValueError(
-            f"MCP_AUTH_TOKEN_FILE={path} cannot be read ({exc.strerror}): it must name a file readable on "
+            f"{AUTH_TOKEN_FILE_ENV}={path} cannot be read ({exc.strerror}): it must name a file readable on "
             "every node that runs episodes"
         ) from None
     if not token:
-        raise ValueError(f"MCP_AUTH_TOKEN_FILE={path} is empty")
+        raise ValueError(f"{AUTH_TOKEN_FILE_ENV}={path} is empty")
     return token
 
 
@@ -338,11 +340,11 @@ class McpToolSession:
         self._stack = AsyncExitStack()
 
     def _headers(self, gateway: Gateway) -> dict[str, str]:
-        headers = {"X-Session-Id": self.session_id}
+        headers = {CLIENT_SESSION_HEADER: self.session_id}
         if gateway.host:
             headers["Host"] = gateway.host
         if self.settings.servers:
-            headers["MCP-Servers"] = self.settings.servers
+            headers[SERVERS_HEADER] = self.settings.servers
         if self.settings.auth_token:
             headers["Authorization"] = f"Bearer {self.settings.auth_token}"
         return headers

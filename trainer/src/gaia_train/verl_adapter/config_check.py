@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gaia_contract import SERVER_URL_ENV
+
 from ..episode.budget import DEFAULT_REASONING_TOKENS, Budget
 from .memory import GIB, ActorSetup, MemoryEstimate, estimate, read_architecture
 
@@ -588,7 +590,7 @@ def _check_gateway_reach(config: Any) -> None:
         return
     # What Ray hands the workers wins; else they inherit the environment `ray start` had.
     env_vars = OmegaConf.select(config, "ray_kwargs.ray_init.runtime_env.env_vars", default=None) or {}
-    url = str(env_vars.get("MCP_SERVER_URL") or os.environ.get("MCP_SERVER_URL") or DEFAULT_MCP_URL)
+    url = str(env_vars.get(SERVER_URL_ENV) or os.environ.get(SERVER_URL_ENV) or DEFAULT_MCP_URL)
     loopback = [u for u in url.replace(",", " ").split() if _is_loopback(u)]
     if loopback:
         raise ConfigError(

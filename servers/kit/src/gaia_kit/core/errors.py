@@ -5,10 +5,9 @@ from __future__ import annotations
 import errno
 import logging
 
+from gaia_contract import BUSY, RETRY_AFTER, busy_message
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
-
-from gaia_kit.core.contract import BUSY, RETRY_AFTER, busy_message
 
 logger = logging.getLogger("gaia_kit")
 

@@ -21,6 +21,14 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+from gaia_contract import (
+    BUDGET_SPENT_KEY,
+    SESSION_ENDED,
+    SESSION_ID_KEY,
+    TASK_KEY,
+    USAGE_KEY,
+    WITHHELD_KEY,
+)
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
@@ -31,14 +39,6 @@ from gaia_kit.core import calls, logs
 from gaia_kit.core.benchmark_guard import screen_result
 from gaia_kit.core.bounded import run_bounded
 from gaia_kit.core.callbacks import SessionEndHandler, call_each
-from gaia_kit.core.contract import (
-    BUDGET_SPENT_KEY,
-    SESSION_ENDED,
-    SESSION_ID_KEY,
-    TASK_KEY,
-    USAGE_KEY,
-    WITHHELD_KEY,
-)
 from gaia_kit.core.errors import describe_exception
 from gaia_kit.core.results import rewritten
 from gaia_kit.core.schemas import strict_input_schema
@@ -129,7 +129,7 @@ class KitServer(MCPServer):
 
 
 def _read_meta(call: calls.Call, context: Context | None) -> None:
-    """The task and the spent budgets the gateway forwards with the call (gaia_kit.core.contract)."""
+    """The task and the spent budgets the gateway forwards with the call (gaia_contract)."""
     try:
         meta = (context.request_context.meta if context is not None else None) or {}
     except ValueError:  # a Context made outside a request

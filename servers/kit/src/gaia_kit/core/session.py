@@ -10,14 +10,12 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
+from gaia_contract import SESSION_ID_KEY, WORKSPACE_KEY
 from mcp.server.mcpserver import Context
 
-from gaia_kit.core.contract import SESSION_ENDED, SESSION_ID_KEY, WORKSPACE_KEY
 from gaia_kit.core.errors import ToolFailure
 from gaia_kit.core.paths import PathGuard
 from gaia_kit.core.settings import get_settings
-
-__all__ = ["SESSION_ENDED", "SESSION_ID_KEY", "WORKSPACE_KEY", "Session", "session_of"]
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from fnmatch import fnmatchcase
 
+from gaia_contract import budget_spent_message
+
 from gaia_kit.core.calls import current_call
-from gaia_kit.core.contract import budget_spent_message
 from gaia_kit.core.errors import ToolFailure
 
 COUNTS = ("calls", "input_tokens", "output_tokens", "bytes", "refused")

@@ -1,30 +1,65 @@
-"""The wire contract between the gateway and its servers, in one place both import.
+"""gaia-env's wire contract: what the gateway, its servers and its clients must spell alike.
 
-Plain constants and one helper, no imports: the gateway, the kit and any client can read this
-module without pulling in a server's dependencies.
+Plain constants and two helpers, no imports: the gateway, the kit and the trainer (on a GPU node,
+without the rest of the project) all read it, and nothing else may keep a copy.
 """
 
-SESSION_ID_KEY = "gaia-env/session-id"
-"""`_meta` key of every forwarded call: the session the call belongs to."""
+# ---- environment variables a client reads ----
 
+SERVER_URL_ENV = "MCP_SERVER_URL"
+"""The gateway's MCP endpoint (`http://HOST:8080/mcp`; the trainer also takes a comma list)."""
+SERVERS_ENV = "MCP_SERVERS"
+"""Comma-separated server ids a client selects, sent as SERVERS_HEADER."""
+AUTH_TOKEN_ENV = "MCP_AUTH_TOKEN"
+"""The bearer token the gateway requires (and clients send as `Authorization: Bearer ...`)."""
+AUTH_TOKEN_FILE_ENV = "MCP_AUTH_TOKEN_FILE"
+"""A file holding that token, for clients that keep secrets out of the environment."""
+
+# ---- request headers and query ----
+
+SERVERS_HEADER = "MCP-Servers"
+"""Server selection (`a,b,c`). Header names are case-insensitive; see SERVERS_HEADER_AS_SENT."""
+SERVERS_HEADER_AS_SENT = "MCP_SERVERS"
+"""The spelling existing GAIA clients send. nginx and other proxies drop names with underscores by
+default, so the gateway accepts both and clients of this project send SERVERS_HEADER."""
+SERVERS_QUERY = "servers"
+"""`?servers=a,b`: server selection for clients that cannot set headers."""
+MCP_SESSION_HEADER = "Mcp-Session-Id"
+"""The MCP SDK's own session header (stateful streamable HTTP)."""
+CLIENT_SESSION_HEADER = "X-Session-Id"
+"""A session a client names itself: its workspace and state last across bare requests."""
+
+# ---- _meta keys ----
+
+SESSION_ID_KEY = "gaia-env/session-id"
+"""`_meta` key of every forwarded call: the session the call belongs to. A client may send it too."""
 WORKSPACE_KEY = "gaia-env/workspace"
 """`_meta` key of every forwarded call: that session's private workspace directory."""
+META_SESSION_KEYS = (SESSION_ID_KEY, "session_id", "sessionId")
+"""The `_meta` keys a client may name its session with, in the order the gateway reads them."""
+
+# ---- session endings ----
 
 SESSION_ENDED = "notifications/gaia-env/session_ended"
 """Sent by the gateway to the stateful servers a session used when it ends (`{"sessionId": ...}`),
 so they release what they kept for it."""
 
+# ---- the busy answer ----
+
 BUSY = -32029
 """JSON-RPC error code of a call refused for lack of capacity; `data` carries RETRY_AFTER."""
-
 RETRY_AFTER = "retryAfter"
 """Key in a busy error's `data`: whole seconds to wait before sending the call again."""
+BUSY_SERVER = "server"
+"""Key in the gateway's busy error `data`: the server id that was busy."""
 
 
 def busy_message(what: str, retry_after: int) -> str:
     """The one wording of a busy answer: what is busy, and when to come back."""
     return f"{what}; retry after {retry_after} s."
 
+
+# ---- the session-gone answer ----
 
 SESSION_GONE = -32030
 """JSON-RPC error code of a call whose session lived on a gateway replica that no longer serves it
@@ -53,6 +88,8 @@ def session_gone_message(why: str) -> str:
     """The one wording of a session-gone answer: what happened, and what to do."""
     return f"This session's gateway replica is gone ({why}); its workspace and state are lost: start a new session."
 
+
+# ---- the task a session serves, its costs and what was withheld (docs/gateway.md) ----
 
 TASK_KEY = "gaia-env/task"
 """`_meta` key a client may send with a tools/call (the trainer and `gaia-train eval` do): the task the
