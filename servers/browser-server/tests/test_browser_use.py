@@ -192,7 +192,8 @@ def test_each_session_keeps_its_own_browser_profile_until_it_ends(
         assert "stored" in browse("alice", "/set?code=alpha")
         assert "alpha" in browse("alice", "/show")  # the cookie outlives the call, within the session
         assert "unset" in browse("bob", "/show")  # and never reaches another session
-        profiles = lambda: list(server_tmp.glob("browser-server-*/profiles/alice-*"))  # noqa: E731
+        # a confined server's /tmp is its private folder under the gateway's TMPDIR (gaia_env.confine)
+        profiles = lambda: list(server_tmp.glob("**/browser-server-*/profiles/alice-*"))  # noqa: E731
         assert profiles()
         ended = httpx.delete(gateway.url, headers=gateway.headers(**{"X-Session-Id": "alice"}))
         assert ended.json() == {"ended": True}
