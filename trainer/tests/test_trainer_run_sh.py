@@ -60,7 +60,13 @@ def dry_run_here(tmp_path: Path, monkeypatch, capsys):
     PYTHON that hands back the config check's arguments and the environment it exported, instead of
     starting the check, and the check runs here on them."""
     from gaia_train.verl_adapter import config_check
+    from huggingface_hub import constants
 
+    # as dry_run's subprocess has it: the default model is not on this machine, so the in-process check
+    # must fail at once, not back off for minutes against a hub it cannot reach (the hub reads the
+    # setting once, at import)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     wrapper = tmp_path / "python"
     wrapper.write_text(
         "#!/bin/sh\n"
