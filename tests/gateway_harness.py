@@ -95,6 +95,16 @@ def write_registry(path: Path, entries: str) -> Path:
     return path
 
 
+def readable_by_servers(dataset: Path) -> None:
+    """o+rX on the dataset: confined servers run as another uid (gaia_env.confine), and pytest makes
+    its temporary folders 0700, as a user's own dataset folder seldom is."""
+    for folder, _, files in os.walk(dataset):
+        os.chmod(folder, os.stat(folder).st_mode | 0o005)
+        for name in files:
+            path = os.path.join(folder, name)
+            os.chmod(path, os.stat(path).st_mode | 0o004)
+
+
 def launch(
     tmp_path: Path,
     *args: str,
@@ -111,6 +121,7 @@ def launch(
     if dataset_dir is None:
         dataset_dir = tmp_path / "dataset"
         dataset_dir.mkdir(exist_ok=True)
+    readable_by_servers(dataset_dir)
     log_path = tmp_path / f"gateway-{port}.log"
     full_env = {**os.environ, **(env or {})}
     if token:
