@@ -44,21 +44,24 @@ def sse_messages(body: str) -> list[dict]:
     return found
 
 
-def wait_for_child(workspace_root: Path, timeout: float = 30) -> int:
+def wait_for_child(workspace_root: Path, timeout: float = 30) -> psutil.Process:
+    """The host's view of the `sleep` a probe call started (found by its unique argument)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for marker in workspace_root.glob("*/child.pid"):
-            if marker.read_text().strip():
-                return int(marker.read_text())
+            argument = marker.read_text().strip()
+            for process in psutil.process_iter(["cmdline"]):
+                if argument and process.info["cmdline"] == ["sleep", argument]:
+                    return process
         time.sleep(0.05)
     raise AssertionError("the tool never started its child process")
 
 
-def gone(pid: int, timeout: float = 15) -> bool:
+def gone(process: psutil.Process, timeout: float = 15) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+            if process.status() == psutil.STATUS_ZOMBIE:
                 return True
         except psutil.NoSuchProcess:
             return True
@@ -178,9 +181,9 @@ async def test_a_cancelled_sdk_call_kills_the_servers_child_process(probe, mode)
     async with Client(probe.url, mode=mode) as client:
         async with anyio.create_task_group() as group:
             group.start_soon(client.call_tool, "child_sleep", {"seconds": 60})
-            pid = await anyio.to_thread.run_sync(wait_for_child, probe.workspace_root)
+            child = await anyio.to_thread.run_sync(wait_for_child, probe.workspace_root)
             group.cancel_scope.cancel()  # legacy: notifications/cancelled; auto: the stream closes
-        assert await anyio.to_thread.run_sync(gone, pid), f"sleep {pid} outlived its cancelled call"
+        assert await anyio.to_thread.run_sync(gone, child), f"{child} outlived its cancelled call"
         assert (await client.call_tool("echo", {"text": "still here"})).content[0].text == "still here"
 
 
@@ -201,8 +204,8 @@ def test_a_bare_client_that_goes_away_cancels_its_call(probe) -> None:
     ).encode() + body
     with socket.create_connection((host, int(port))) as conn:
         conn.sendall(request)
-        pid = wait_for_child(probe.workspace_root)
-    assert gone(pid), f"sleep {pid} outlived the client that left"
+        child = wait_for_child(probe.workspace_root)
+    assert gone(child), f"{child} outlived the client that left"
     assert probe.call("echo", {"text": "ok"})["content"][0]["text"] == "ok"
 
 
