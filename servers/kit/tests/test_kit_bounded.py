@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import time
 
 import pytest
@@ -81,3 +82,22 @@ async def test_zero_turns_the_limit_off(monkeypatch):
 def _children() -> list[int]:
     with open(f"/proc/{os.getpid()}/task/{os.getpid()}/children") as handle:
         return [int(pid) for pid in handle.read().split()]
+
+
+def import_late(name: str) -> str:
+    import importlib
+
+    return importlib.import_module(name).WORD
+
+
+async def test_what_a_child_imports_the_next_children_are_born_with(tmp_path, monkeypatch):
+    # A library imported on first use inside a child would otherwise be imported on every call.
+    name = f"late_{os.getpid()}_{time.monotonic_ns()}"
+    (tmp_path / f"{name}.py").write_text("import os\nWORD = 'imported'\nPID = os.getpid()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert await run_bounded(import_late, name) == "imported"
+    deadline = time.monotonic() + 10
+    while name not in sys.modules and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert sys.modules[name].PID == os.getpid()  # imported here, in the parent, once
+    assert await run_bounded(import_late, name) == "imported"
