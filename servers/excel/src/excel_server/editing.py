@@ -19,7 +19,7 @@ from openpyxl.styles import Alignment, Border, Font, PatternFill, Protection, Si
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.table import Table, TableStyleInfo
 
-from . import cells, formulas
+from . import cells, vetting
 from .compute import formula_text
 
 NAMED_COLORS = {
@@ -161,13 +161,13 @@ def conditional_rule(spec: dict[str, Any], sheet_names: list[str]) -> Any:
         if not values:
             raise ToolFailure('conditional_format cell_is needs params.formula, e.g. ["100"].')
         for value in values:
-            formulas.check(value, sheet_names)
+            vetting.check(value, sheet_names)
         return CellIsRule(operator=operator, formula=values, fill=fill, font=font)
     if kind == "formula":
         text = str(params.get("formula", "")).lstrip("=")
         if not text:
             raise ToolFailure('conditional_format of type formula needs params.formula, e.g. "$B2>100".')
-        formulas.check(text, sheet_names)
+        vetting.check(text, sheet_names)
         return FormulaRule(formula=[text], fill=fill, font=font)
     if kind == "color_scale":
         start = color(params.get("start_color", "F8696B"), "start_color")
