@@ -146,22 +146,22 @@ def test_reads_never_reach_the_servers_environment(kit_env) -> None:
 
 
 def test_a_folder_swapped_for_a_link_leads_no_write_out(kit_env, host) -> None:
-    from filesystem_server.server import write_file
+    from filesystem_server.writing import write_file
 
     workspace = kit_env.workspace
     (workspace / "folder").mkdir()
     (workspace / ".spare").symlink_to(host)
     ctx = context(workspace)
     swapper = Swapper((workspace / "folder", workspace / ".spare"))
-    race(swapper, lambda: write_file("folder/out.txt", WORKSPACE_TEXT, ctx), never_host)
+    race(swapper, lambda: write_file.fn("folder/out.txt", WORKSPACE_TEXT, ctx), never_host)
     assert sorted(p.name for p in host.iterdir()) == ["secret.txt"]
     assert (host / "secret.txt").read_text() == HOST_TEXT
 
 
 def _read_text_file(ctx: Any, path: str) -> Callable[[], str]:
-    from filesystem_server.server import read_text_file
+    from filesystem_server.reading import read_text_file
 
-    return lambda: read_text_file(path, ctx)
+    return lambda: read_text_file.fn(path, ctx)
 
 
 def _extract_text_content(ctx: Any, path: str) -> Callable[[], str]:

@@ -4,7 +4,8 @@ import datetime
 
 import pytest
 from excel_server.compute import compute, evaluator
-from excel_server.formulas import REFUSED, check
+from excel_server.parsing import REFUSED
+from excel_server.vetting import check
 from gaia_kit import ToolFailure
 from openpyxl import Workbook, load_workbook
 

@@ -9,8 +9,7 @@ from gaia_kit import ToolFailure
 from openpyxl.worksheet.formula import ArrayFormula
 
 from . import files
-from .engine import Evaluator
-from .formulas import ExcelError, Uncomputable
+from .engine import Evaluator, ExcelError, Uncomputable
 
 
 def formula_text(value: Any) -> str | None:

@@ -23,7 +23,7 @@ from gaia_kit import ToolFailure
 from openpyxl.formula.tokenizer import Token
 from openpyxl.utils.datetime import to_excel
 
-from .formulas import ExcelError, Ref, Uncomputable, function_names, references, render, tokens, vet
+from .parsing import Ref, function_names, references, render, tokens, vet
 
 MAX_DEPTH = 150  # each level is a few Python frames; deeper chains are computed top-down by reads
 MAX_RANGE_CELLS = 1_000_000
@@ -43,6 +43,15 @@ REFERENCE_FUNCTIONS = {
 
 CellSource = Callable[[str, int, int], tuple[Any, bool]]
 """(sheet, row, col) -> (content, is_formula). For a formula, content is its text."""
+
+
+class Uncomputable(Exception):
+    """The engine cannot compute this formula; the message says why."""
+
+
+class ExcelError(str):
+    """An Excel error value (#DIV/0!, #VALUE!, ...): a result, not a failure."""
+
 
 _INPUT = re.compile(
     r"^(?:(?P<sheet>'(?:[^']|'')+'|[^!]+)!)?(?P<area>\$?[A-Z]{0,3}\$?\d*(?::\$?[A-Z]{0,3}\$?\d*)?)$"

@@ -60,7 +60,7 @@ def read_cells(
     try:
         values_sheet = cells.sheet(values_book, sheet_name)
         formula_sheet = formula_book[sheet_name]
-        dimension = _dimension(values_sheet)
+        dimension = declared_dimension(values_sheet)
         # The dimension a file declares can be missing or wrong: read every row there is.
         values_sheet.reset_dimensions()
         formula_sheet.reset_dimensions()
@@ -224,7 +224,8 @@ def _fit(entries: list[dict], budget: int) -> list[dict]:
     return kept
 
 
-def _dimension(sheet: Any) -> str | None:
+def declared_dimension(sheet: Any) -> str | None:
+    """The used range the sheet declares (read from the head of the file), or None when it declares none."""
     try:
         return sheet.calculate_dimension()
     except ValueError:
@@ -355,7 +356,7 @@ def metadata(path: Path, raw: str, include_ranges: bool, converted: str | None) 
         for sheet in book.worksheets:
             entry: dict[str, Any] = {"name": sheet.title, "state": sheet.sheet_state}
             if include_ranges:
-                entry["used_range"] = _dimension(sheet)
+                entry["used_range"] = declared_dimension(sheet)
                 entry["max_row"], entry["max_column"] = sheet.max_row, sheet.max_column
             sheets.append(entry)
         names = sorted(book.defined_names.keys()) if include_ranges else None

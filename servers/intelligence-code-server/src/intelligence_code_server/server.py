@@ -12,30 +12,31 @@ from typing import Annotated, Literal
 from gaia_kit import KitServer, ToolFailure, atomic_write, serve, session_of
 from gaia_kit.core.hints import hints
 from gaia_kit.execution.sandbox import run_sandboxed, sandbox_status
-from gaia_kit.models.llm import chat, conversation, llm_status, model_line
+from gaia_kit.models.adviser import Adviser
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-PREFIX = "CODE"
 DEADLINE_S = 540  # the whole call, every model answer and run included; the registry allows 600
-MAX_ANSWER_TOKENS = 4096
 
 server = KitServer(
     "intelligence-code-server",
     instructions="Writes Python for a task, runs it in a sandbox, repairs it on failure, returns code and output.",
 )
 
-STYLES = {
-    "minimal": "Write concise code with no comments beyond what is essential.",
-    "documented": "Write clear code with short comments and docstrings where they help.",
-    "verbose": "Write detailed code with thorough comments explaining each part.",
-}
-
-SYSTEM = (
-    "You write complete, executable Python 3.11 programs. Reply with exactly one ```python code block "
-    "containing the whole program, which prints its results to stdout. Use only the standard library "
-    "and common data libraries. The program runs without network access and without input on stdin; "
-    "files it is told about are in its working directory or at the paths given."
+CODER = Adviser(
+    "CODE",
+    system=(
+        "You write complete, executable Python 3.11 programs. Reply with exactly one ```python code block "
+        "containing the whole program, which prints its results to stdout. Use only the standard library "
+        "and common data libraries. The program runs without network access and without input on stdin; "
+        "files it is told about are in its working directory or at the paths given."
+    ),
+    styles={
+        "minimal": "Write concise code with no comments beyond what is essential.",
+        "documented": "Write clear code with short comments and docstrings where they help.",
+        "verbose": "Write detailed code with thorough comments explaining each part.",
+    },
+    max_tokens=4096,
 )
 CODE_BLOCK = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
 
@@ -98,15 +99,11 @@ async def generate_python_code(
     session = session_of(ctx)
     target = session.paths.resolve(save_to_file_path, write=True) if save_to_file_path else None
     started = time.monotonic()
-    messages = conversation(
-        f"{SYSTEM} {STYLES[code_style]}", _prompt(task_description, requirements, context)
-    )
+    messages = CODER.opening(_prompt(task_description, requirements, context), code_style)
     attempts = max_repairs + 1 if execute else 1
     for attempt in range(1, attempts + 1):
         left = DEADLINE_S - (time.monotonic() - started)
-        answer = await chat(
-            messages, prefix=PREFIX, max_tokens=MAX_ANSWER_TOKENS, temperature=temperature, timeout=left
-        )
+        answer = await CODER.answer(messages, temperature=temperature, timeout=left)
         code = _extract_code(answer)
         report = ""
         if execute:
@@ -136,14 +133,11 @@ async def generate_python_code(
 @server.tool(annotations=hints("Code generation capabilities", read_only=True, open_world=False))
 def get_reasoning_capabilities() -> str:
     """Get information about the reasoning service capabilities."""
-    return "\n".join(
-        [
-            "Python code generation (generate_python_code)",
-            model_line(PREFIX),
-            "Writes a complete Python 3.11 program for a task, runs it in a sandbox (no network, the session's "
-            "files in its working directory), and on failure sends the error back for up to max_repairs fixes.",
-            f"Styles: {', '.join(STYLES)}. Returns the code and its output; save_to_file_path keeps the code.",
-        ]
+    return CODER.capabilities(
+        "Python code generation (generate_python_code)",
+        "Writes a complete Python 3.11 program for a task, runs it in a sandbox (no network, the session's "
+        "files in its working directory), and on failure sends the error back for up to max_repairs fixes.",
+        styles_note="Returns the code and its output; save_to_file_path keeps the code.",
     )
 
 
@@ -163,4 +157,4 @@ def _extract_code(answer: str) -> str:
 
 
 def main() -> None:
-    serve(server, check=lambda: {**llm_status(PREFIX), "sandbox": sandbox_status()})
+    serve(server, check=lambda: {**CODER.status(), "sandbox": sandbox_status()})

@@ -4,15 +4,12 @@ The model is GUARD_LLM_BASE_URL / GUARD_LLM_MODEL_NAME / GUARD_LLM_API_KEY, each
 MCP_LLM_*; GUARD_LLM_TIMEOUT bounds one call (retries included), GUARD_LLM_MAX_TOKENS the answer.
 """
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from gaia_kit import KitServer, ToolFailure, serve
 from gaia_kit.core.hints import hints
-from gaia_kit.models.llm import chat, conversation, llm_status, model_line
+from gaia_kit.models.adviser import Adviser, Depth, Temperature
 from pydantic import Field
-
-PREFIX = "GUARD"
-MAX_ANSWER_TOKENS = 4096
 
 server = KitServer(
     "intelligence-guard-server",
@@ -22,18 +19,21 @@ server = KitServer(
     ),
 )
 
-STYLES = {
-    "detailed": "Explain each problem you find, why it matters, and how to correct it.",
-    "concise": "Reply briefly: the most important problems and corrections, a few lines in all.",
-    "step-by-step": "Walk through the reasoning step by step, marking each step sound or faulty, with a fix.",
-}
-
-SYSTEM = (
-    "You review another agent's reasoning on a complex task. Do not solve the task from scratch: find "
-    "logical errors, unjustified assumptions, misread requirements (units, formats, exact wording of what "
-    "is asked), calculation slips and overlooked cases, and say how to correct them. Do not judge whether "
-    "facts retrieved from the internet are true; you cannot check them. If the reasoning is sound, say so "
-    "plainly. End with a short list of concrete next steps."
+REVIEWER = Adviser(
+    "GUARD",
+    system=(
+        "You review another agent's reasoning on a complex task. Do not solve the task from scratch: find "
+        "logical errors, unjustified assumptions, misread requirements (units, formats, exact wording of what "
+        "is asked), calculation slips and overlooked cases, and say how to correct them. Do not judge whether "
+        "facts retrieved from the internet are true; you cannot check them. If the reasoning is sound, say so "
+        "plainly. End with a short list of concrete next steps."
+    ),
+    styles={
+        "detailed": "Explain each problem you find, why it matters, and how to correct it.",
+        "concise": "Reply briefly: the most important problems and corrections, a few lines in all.",
+        "step-by-step": "Walk through the reasoning step by step, marking each step sound or faulty, with a fix.",
+    },
+    max_tokens=4096,
 )
 
 
@@ -60,11 +60,9 @@ async def guarding_reasoning_process(
             description="The original task. This field is required and cannot be simplified, has to be true to the original task."
         ),
     ] = "",
-    temperature: Annotated[
-        float, Field(ge=0.0, le=1.0, description="Model temperature for response variability (0.0-1.0)")
-    ] = 0.1,
+    temperature: Temperature = 0.1,
     guarding_style: Annotated[
-        Literal["detailed", "concise", "step-by-step"],
+        Depth,
         Field(
             description="Style of guarding output: detailed(analysis), concise(summary), or step-by-step(breakdown)"
         ),
@@ -90,25 +88,21 @@ async def guarding_reasoning_process(
         )
     task = original_task.strip() or "(not given: judge the reasoning against the question alone)"
     prompt = f"Original task:\n{task}\n\nReasoning to review, and the question about it:\n{question.strip()}"
-    messages = conversation(f"{SYSTEM} {STYLES[guarding_style]}", prompt)
-    return await chat(messages, prefix=PREFIX, max_tokens=MAX_ANSWER_TOKENS, temperature=temperature)
+    return await REVIEWER.ask(prompt, style=guarding_style, temperature=temperature)
 
 
 @server.tool(annotations=hints("Review capabilities", read_only=True, open_world=False))
 def get_guarding_capabilities() -> str:
     """Get information about the guarding reasoning process service capabilities."""
-    return "\n".join(
-        [
-            "Reasoning review (guarding_reasoning_process)",
-            model_line(PREFIX),
-            "Finds: logical errors, unjustified assumptions, misread requirements (units, formats, wording), "
-            "calculation slips, overlooked cases; suggests corrections and next steps.",
-            "Cannot: read images, audio or video, or check facts retrieved from the internet; the question "
-            "must carry the reasoning and data to review, original_task the task word for word.",
-            f"Styles: {', '.join(STYLES)}. Temperature 0.0-1.0 (default 0.1).",
-        ]
+    return REVIEWER.capabilities(
+        "Reasoning review (guarding_reasoning_process)",
+        "Finds: logical errors, unjustified assumptions, misread requirements (units, formats, wording), "
+        "calculation slips, overlooked cases; suggests corrections and next steps.",
+        "Cannot: read images, audio or video, or check facts retrieved from the internet; the question "
+        "must carry the reasoning and data to review, original_task the task word for word.",
+        styles_note="Temperature 0.0-1.0 (default 0.1).",
     )
 
 
 def main() -> None:
-    serve(server, check=lambda: llm_status(PREFIX))
+    serve(server, check=REVIEWER.status)

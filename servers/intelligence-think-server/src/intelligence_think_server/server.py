@@ -4,15 +4,12 @@ The model is THINK_LLM_BASE_URL / THINK_LLM_MODEL_NAME / THINK_LLM_API_KEY, each
 MCP_LLM_*; THINK_LLM_TIMEOUT bounds one call (retries included), THINK_LLM_MAX_TOKENS the answer.
 """
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from gaia_kit import KitServer, ToolFailure, serve
 from gaia_kit.core.hints import hints
-from gaia_kit.models.llm import chat, conversation, llm_status, model_line
+from gaia_kit.models.adviser import Adviser, Depth, Temperature
 from pydantic import Field
-
-PREFIX = "THINK"
-MAX_ANSWER_TOKENS = 8192
 
 server = KitServer(
     "intelligence-think-server",
@@ -22,16 +19,19 @@ server = KitServer(
     ),
 )
 
-STYLES = {
-    "detailed": "Analyse the problem thoroughly, justify each step, then state the final answer clearly.",
-    "concise": "Reason carefully but reply briefly: the key steps in a few lines, then the final answer.",
-    "step-by-step": "Break the solution into numbered steps, one idea per step, then state the final answer.",
-}
-
-SYSTEM = (
-    "You are an expert problem solver in mathematics, programming, logic and STEM competitions. "
-    "Work from the facts given; when the problem is ambiguous, say which reading you take and why. "
-    "Check your result before answering, and end with a line 'Final answer: ...'."
+THINKER = Adviser(
+    "THINK",
+    system=(
+        "You are an expert problem solver in mathematics, programming, logic and STEM competitions. "
+        "Work from the facts given; when the problem is ambiguous, say which reading you take and why. "
+        "Check your result before answering, and end with a line 'Final answer: ...'."
+    ),
+    styles={
+        "detailed": "Analyse the problem thoroughly, justify each step, then state the final answer clearly.",
+        "concise": "Reason carefully but reply briefly: the key steps in a few lines, then the final answer.",
+        "step-by-step": "Break the solution into numbered steps, one idea per step, then state the final answer.",
+    },
+    max_tokens=8192,
 )
 
 
@@ -44,11 +44,9 @@ async def complex_problem_reasoning(
         ),
     ],
     original_task: Annotated[str, Field(description="The original task description.")] = "",
-    temperature: Annotated[
-        float, Field(ge=0.0, le=1.0, description="Model temperature for response variability (0.0-1.0)")
-    ] = 0.3,
+    temperature: Temperature = 0.3,
     reasoning_style: Annotated[
-        Literal["detailed", "concise", "step-by-step"],
+        Depth,
         Field(
             description="Style of reasoning output: detailed(analysis), concise(summary), or step-by-step(breakdown)"
         ),
@@ -70,25 +68,21 @@ async def complex_problem_reasoning(
     prompt = f"Question:\n{question.strip()}"
     if original_task.strip():
         prompt = f"Original task (for context):\n{original_task.strip()}\n\n{prompt}"
-    messages = conversation(f"{SYSTEM} {STYLES[reasoning_style]}", prompt)
-    return await chat(messages, prefix=PREFIX, max_tokens=MAX_ANSWER_TOKENS, temperature=temperature)
+    return await THINKER.ask(prompt, style=reasoning_style, temperature=temperature)
 
 
 @server.tool(annotations=hints("Reasoning capabilities", read_only=True, open_world=False))
 def get_reasoning_capabilities() -> str:
     """Get information about the reasoning service capabilities."""
-    return "\n".join(
-        [
-            "Complex problem reasoning (complex_problem_reasoning)",
-            model_line(PREFIX),
-            "Good at: mathematical problems and proofs, programming and algorithm challenges, logic puzzles "
-            "and riddles, competition-level STEM problems, multi-step analytical reasoning.",
-            "Cannot: read images, audio or video, browse the web, or see files; the question must carry "
-            "every fact and constraint.",
-            f"Styles: {', '.join(STYLES)}. Temperature 0.0-1.0 (default 0.3).",
-        ]
+    return THINKER.capabilities(
+        "Complex problem reasoning (complex_problem_reasoning)",
+        "Good at: mathematical problems and proofs, programming and algorithm challenges, logic puzzles "
+        "and riddles, competition-level STEM problems, multi-step analytical reasoning.",
+        "Cannot: read images, audio or video, browse the web, or see files; the question must carry "
+        "every fact and constraint.",
+        styles_note="Temperature 0.0-1.0 (default 0.3).",
     )
 
 
 def main() -> None:
-    serve(server, check=lambda: llm_status(PREFIX))
+    serve(server, check=THINKER.status)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from gaia_kit import KitServer, ToolFailure, serve
+from gaia_kit.core.tools import add_tools
 from gaia_kit.web.chromium import chromium_path, headless
 
 from . import capture, dialogs, forms, interaction, navigation, tabs
@@ -51,8 +52,7 @@ TOOLS = [
     tabs.browser_resize,
     tabs.browser_install,
 ]
-for tool in TOOLS:
-    server.add_tool(tool.fn, annotations=tool.annotations)
+add_tools(server, TOOLS)
 
 
 @server.on_session_end

@@ -23,11 +23,11 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from gaia_kit import Session, ToolFailure, session_of
 from gaia_kit.core.benchmark_guard import refuse_mirror
+from gaia_kit.core.tools import Tool
 from mcp.server.mcpserver import Context
 from mcp_types import ToolAnnotations
 from pydantic import Field
@@ -52,18 +52,10 @@ Element = Annotated[
 Ref = Annotated[str, Field(description="Exact target element reference from the page snapshot")]
 
 
-@dataclass(frozen=True)
-class BrowserTool:
-    """An MCP tool function (its arguments and `ctx`) with its annotations, for server.py to register."""
-
-    fn: Callable[..., Awaitable[Any]]
-    annotations: ToolAnnotations
-
-
 def browser_tool(
     annotations: ToolAnnotations, *, doing: str | None = None, answers: Modal | None = None
-) -> Callable[[Body], BrowserTool]:
-    def decorate(body: Body) -> BrowserTool:
+) -> Callable[[Body], Tool]:
+    def decorate(body: Body) -> Tool:
         signature = inspect.signature(body, eval_str=True)
         injected = {
             name: param.annotation
@@ -104,7 +96,7 @@ def browser_tool(
         tool.__annotations__ = {p.name: p.annotation for p in params} | {
             "return": signature.return_annotation
         }
-        return BrowserTool(tool, annotations)
+        return Tool(tool, annotations)
 
     return decorate
 

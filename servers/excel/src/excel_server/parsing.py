@@ -1,9 +1,9 @@
-"""Formulas: reading their tokens, and vetting them before anything computes or stores them.
+"""Formula text: its tokens, the references in it, and what must never be computed or stored.
 
 openpyxl's tokenizer splits a formula into functions, references and operators; that is enough
 to refuse what reaches outside the workbook (the network, links, other workbooks, references
 built at run time) and to find the cells a formula reads. Syntax and computing belong to the
-`formulas` engine (engine.py).
+`formulas` engine (engine.py); vetting.py puts the two together before a formula is written.
 """
 
 from __future__ import annotations
@@ -31,14 +31,6 @@ REFUSED = {
     "IMAGE",
     "EXEC",
 }
-
-
-class Uncomputable(Exception):
-    """The engine cannot compute this formula; the message says why."""
-
-
-class ExcelError(str):
-    """An Excel error value (#DIV/0!, #VALUE!, ...): a result, not a failure."""
 
 
 _PART = re.compile(r"^(\$?)([A-Za-z]{0,3})(\$?)(\d*)$")
@@ -169,24 +161,3 @@ def vet(items: list[Token]) -> str | None:
                 "inside this workbook are allowed."
             )
     return None
-
-
-def check(formula: str, sheet_names: list[str]) -> list[Token]:
-    """Vet a formula about to be written: syntax, refused functions and unknown sheets are errors."""
-    items = tokens(formula)
-    refusal = vet(items)
-    if refusal is not None:
-        raise ToolFailure(refusal[0].upper() + refusal[1:])
-    known = {name.upper() for name in sheet_names}
-    for ref in references(items):
-        if ref is not None and ref.sheet is not None and ref.sheet.upper() not in known:
-            raise ToolFailure(
-                f"The formula refers to a sheet named '{ref.sheet}', which this workbook does not have "
-                f"(its sheets: {', '.join(sheet_names)})."
-            )
-    from .engine import syntax_error
-
-    problem = syntax_error(formula)
-    if problem is not None:
-        raise ToolFailure(f"The formula {'=' + formula.strip().removeprefix('=')} is malformed: {problem}.")
-    return items
