@@ -28,7 +28,6 @@ from .driver import DRIVER, STATE_FILE
 
 logger = logging.getLogger("e2b_code_server")
 
-LANGUAGES = ("python", "bash", "js")
 SANDBOX_DIR = "e2b_sandbox"
 E2B_HOME = "/home/user"
 

@@ -37,7 +37,6 @@ from . import media
 PREFIX = "AUDIO"
 CHUNK_S = float(os.environ.get("AUDIO_CHUNK_S", "600"))
 TIMEOUT_S = float(os.environ.get("AUDIO_TRANSCRIPTION_TIMEOUT_S", "1800"))
-SIZES = ("tiny", "base", "small", "medium", "large")
 BACKENDS = ("local", "openai", "openai-whisper")
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -346,7 +345,3 @@ def _write_submission(records: list[dict[str, Any]], out_dir: Path) -> None:
             handle.write(
                 json.dumps({"task_id": record["task_id"], "model_answer": record["answer"] or ""}) + "\n"
             )
-
-
-def api_key_from_env(name: str | None) -> str | None:
-    return os.environ.get(name) if name else None
