@@ -46,6 +46,8 @@ class FakeTranscriptions:
         self.model, self.api_key = model, api_key
         self.requests: list[dict[str, Any]] = []
         self.script: deque[str] = deque()
+        self.busy = 0
+        """How many of the next requests answer 429 (Retry-After: 0), as a rate-limited API does."""
         self.hold = threading.Event()
         self.hold.set()
         self.arrived = threading.Event()
@@ -61,6 +63,9 @@ class FakeTranscriptions:
     async def _transcribe(self, request: Request) -> JSONResponse:
         if request.headers.get("authorization") != f"Bearer {self.api_key}":
             return JSONResponse({"error": {"message": "Incorrect API key provided."}}, status_code=401)
+        if self.busy:
+            self.busy -= 1
+            return JSONResponse({"error": {"message": "Rate limit reached"}}, 429, {"Retry-After": "0"})
         form = await request.form()
         upload = form.get("file")
         if form.get("model") != self.model or upload is None:

@@ -70,6 +70,18 @@ async def test_long_transcripts_are_paged_and_a_wrong_key_is_named(
     assert "HTTP 401" in message and "AUDIO_LLM_API_KEY" in message and "sk-wrong-key" not in message
 
 
+async def test_a_rate_limited_endpoint_is_retried_as_the_model_client_retries(
+    call, kit_env, speech, fake_endpoint
+):
+    shutil.copy(speech, kit_env.workspace / "fox.wav")
+    fake_endpoint.busy = 2
+    fake_endpoint.script.append("the quick brown fox")
+    assert "the quick brown fox" in ok(await call("transcribe_audio", file_path="fox.wav"))
+    fake_endpoint.busy = 10  # more than the client's attempts: one sentence, no key
+    message = failed(await call("transcribe_audio", file_path="fox.wav"))
+    assert "HTTP 429" in message and "try again later" in message and "sk-audio-secret" not in message
+
+
 async def test_metadata_and_trim_of_a_generated_clip(call, kit_env):
     clip = kit_env.workspace / "tone.ogg"
     ffmpeg(

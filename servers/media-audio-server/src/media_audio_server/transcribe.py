@@ -20,6 +20,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +31,7 @@ import httpx
 from gaia_kit import ToolFailure, stdout_to_stderr
 from gaia_kit.core.calls import current_call
 from gaia_kit.core.usage import charge, check_budget
-from gaia_kit.models.llm import llm_config, model_backend
+from gaia_kit.models.llm import llm_config, model_backend, post
 
 from . import media
 
@@ -254,58 +255,36 @@ async def _endpoint(audio: media.Audio, duration: float, language: str | None) -
         )
     base = (config.base_url or "").rstrip("/").removesuffix("/chat/completions")
     url = f"{base}/audio/transcriptions"
-    headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
     segments: list[Segment] = []
     detected = None
-    # trust_env=False: a proxy from the environment must not see the key or reroute a local endpoint.
-    async with httpx.AsyncClient(
-        timeout=httpx.Timeout(config.timeout_s, connect=15.0), trust_env=False
-    ) as client:
-        for start, length in _chunks(duration):
-            wav = await anyio.to_thread.run_sync(media.wav_bytes, audio, start, length)
-            form = {"model": config.model, "response_format": "verbose_json"}
-            if language:
-                form["language"] = language
-            check_budget(model_backend(PREFIX))
-            try:
-                response = await client.post(
-                    url, data=form, files={"file": ("audio.wav", wav, "audio/wav")}, headers=headers
-                )
-            except httpx.TransportError as exc:
-                raise ToolFailure(
-                    f"Cannot reach the transcription endpoint {httpx.URL(url).host} ({type(exc).__name__}); "
-                    f"check {config.sources['BASE_URL']} and that the server is running."
-                ) from None
-            data = _answer(config, response)
-            charge(model_backend(PREFIX), bytes=len(wav))  # priced by the audio it was sent
-            detected = detected or data.get("language")
-            if data.get("segments"):
-                segments += [
-                    _placed(
-                        start, length, float(s.get("start", 0)), float(s.get("end", 0)), s.get("text", "")
-                    )
-                    for s in data["segments"]
-                ]
-            else:
-                segments.append(Segment(start, start + length, data.get("text", "")))
-            current_call().progress(start + length, duration, "seconds transcribed")
+    for start, length in _chunks(duration):
+        wav = await anyio.to_thread.run_sync(media.wav_bytes, audio, start, length)
+        form = {"model": config.model, "response_format": "verbose_json"}
+        if language:
+            form["language"] = language
+        check_budget(model_backend(PREFIX))
+        response = await post(
+            config,
+            url,
+            time.monotonic() + config.timeout_s,
+            data=form,
+            files={"file": ("audio.wav", wav, "audio/wav")},
+        )
+        data = _answer(config, response)
+        charge(model_backend(PREFIX), bytes=len(wav))  # priced by the audio it was sent
+        detected = detected or data.get("language")
+        if data.get("segments"):
+            segments += [
+                _placed(start, length, float(s.get("start", 0)), float(s.get("end", 0)), s.get("text", ""))
+                for s in data["segments"]
+            ]
+        else:
+            segments.append(Segment(start, start + length, data.get("text", "")))
+        current_call().progress(start + length, duration, "seconds transcribed")
     return Transcript(segments, detected, duration, f"endpoint {httpx.URL(url).host}, model {config.model}")
 
 
 def _answer(config, response: httpx.Response) -> dict:
-    def scrub(text: str) -> str:
-        return text.replace(config.api_key, "***") if config.api_key else text
-
-    if response.status_code >= 400:
-        detail = scrub(response.text.strip()[:300]) or "no details"
-        hint = (
-            f"check {config.sources.get('API_KEY', 'AUDIO_LLM_API_KEY')}"
-            if response.status_code in (401, 403)
-            else f"check {config.sources['BASE_URL']} and that {config.model} is a transcription model there"
-        )
-        raise ToolFailure(
-            f"The transcription endpoint answered HTTP {response.status_code} ({detail}); {hint}."
-        )
     try:
         data = response.json()
     except ValueError:

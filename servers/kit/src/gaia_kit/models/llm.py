@@ -1,4 +1,4 @@
-"""One OpenAI-compatible chat client for every server that asks a model (code, think, guard, media).
+"""One OpenAI-compatible client for every server that asks a model (code, think, guard, media, audio).
 
 Each server has a prefix X and reads `X_LLM_BASE_URL`, `X_LLM_MODEL_NAME` and `X_LLM_API_KEY`, each
 falling back to `MCP_LLM_*` (the names agents' .env files already use). `X_LLM_TIMEOUT` (seconds for
@@ -163,7 +163,7 @@ async def chat(
     check_budget(backend)
     try:
         with anyio.fail_after(deadline):
-            data = await _post_with_retries(config, body, time.monotonic() + deadline)
+            data = _json(config, await post(config, config.endpoint, time.monotonic() + deadline, json=body))
     except TimeoutError:
         raise ToolFailure(
             f"The model {config.model} did not answer within {deadline:.0f} s; try again, ask a shorter "
@@ -185,16 +185,18 @@ def _token_counts(data: Any) -> dict[str, int | None]:
     return {"input_tokens": usage.get("prompt_tokens"), "output_tokens": usage.get("completion_tokens")}
 
 
-async def _post_with_retries(config: LLMConfig, body: dict[str, Any], deadline: float) -> Any:
-    headers = {"Content-Type": "application/json"}
-    if config.api_key:
-        headers["Authorization"] = f"Bearer {config.api_key}"
+async def post(config: LLMConfig, url: str, deadline: float, **request: Any) -> httpx.Response:
+    """POST `request` (httpx's json=, data=, files=) to an endpoint of `config`'s server, retrying
+    transport errors and busy answers (Retry-After first) until `deadline` (time.monotonic());
+    the first answer below HTTP 400, or a ToolFailure in one sentence."""
+    headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
     # trust_env=False: a proxy from the environment must not see the key or reroute a local endpoint.
-    async with httpx.AsyncClient(timeout=httpx.Timeout(None, connect=15.0), trust_env=False) as client:
+    timeout = httpx.Timeout(max(1.0, deadline - time.monotonic()), connect=15.0)
+    async with httpx.AsyncClient(timeout=timeout, trust_env=False) as client:
         for attempt in range(1, MAX_ATTEMPTS + 1):
             last = attempt == MAX_ATTEMPTS
             try:
-                response = await client.post(config.endpoint, json=body, headers=headers)
+                response = await client.post(url, headers=headers, **request)
             except httpx.TransportError as exc:
                 reason = _scrub(config, f"{type(exc).__name__}: {exc}".rstrip(": "))
                 if last:
@@ -209,14 +211,18 @@ async def _post_with_retries(config: LLMConfig, body: dict[str, Any], deadline: 
                 continue
             if response.status_code >= 400:
                 raise ToolFailure(_http_error(config, response))
-            try:
-                return response.json()
-            except ValueError:
-                raise ToolFailure(
-                    f"The model endpoint {_host(config)} answered with something other than JSON; "
-                    f"check that {config.sources['BASE_URL']} points at an OpenAI-compatible API (…/v1)."
-                ) from None
+            return response
     raise AssertionError("unreachable")
+
+
+def _json(config: LLMConfig, response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        raise ToolFailure(
+            f"The model endpoint {_host(config)} answered with something other than JSON; "
+            f"check that {config.sources['BASE_URL']} points at an OpenAI-compatible API (…/v1)."
+        ) from None
 
 
 async def _backoff(
