@@ -23,7 +23,6 @@ ROOT = Path(__file__).resolve().parents[1]
 
 ALLOWED = {
     ("documents_csv_server", "report._cell", ".replace"): "str.replace on a cell's text, not a file",
-    ("media_audio_server", "transcribe.scrub", ".replace"): "str.replace on a transcript, not a file",
 }
 """(package, module.function, call): why that call on a checked path is not a file access by name."""
 
