@@ -231,7 +231,7 @@ def make_gateway(args: argparse.Namespace, serving: bool = False) -> Gateway:
 
 
 def _cache_url() -> str:
-    from gaia_kit.web.http import HttpSettings
+    from gaia_kit.web.config import HttpSettings
 
     return HttpSettings().cache_url
 
@@ -387,7 +387,7 @@ def _call_remote(
 
 def cmd_cache(args: argparse.Namespace) -> int:
     from gaia_kit.web.cache import CacheError, open_cache
-    from gaia_kit.web.http import HttpSettings
+    from gaia_kit.web.config import HttpSettings
 
     settings = HttpSettings()
     url = "" if args.path else settings.cache_url  # --path names a file: the file it is

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from gaia_kit.core import quota
+from gaia_kit.core import quota_accounting
 from gaia_kit.core.removal import remove_tree
 
 from .costs import Ledger
@@ -125,7 +125,7 @@ class SessionStore:
         self._orphans: set[Path] = set()
         """Workspaces of ended sessions that could not be removed yet."""
         root.mkdir(parents=True, exist_ok=True)
-        quota.prepare_root(root)
+        quota_accounting.prepare_root(root)
         self._lock = _lock_root(root) if own_root else None
         if own_root and (removed := _remove_leftovers(root)):
             logger.info("removed %d workspaces an earlier run left behind", removed)
@@ -404,7 +404,7 @@ class SessionStore:
 
 def _lock_root(root: Path) -> IO[str]:
     """Hold the root's lock, or refuse: two gateways on one root would remove each other's workspaces."""
-    handle = open(root / quota.QUOTA_DIR / ROOT_LOCK, "w")  # noqa: SIM115 - held until close()
+    handle = open(root / quota_accounting.QUOTA_DIR / ROOT_LOCK, "w")  # noqa: SIM115 - held until close()
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -431,5 +431,5 @@ def _remove(workspace: Path) -> bool:
     except OSError as exc:
         logger.error("could not remove workspace %s (%s); will retry", workspace.name, exc)
         return False
-    quota.release(workspace)
+    quota_accounting.release(workspace)
     return True

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 from gaia_kit import ToolFailure
-from gaia_kit.web.http import HttpClient, HttpFailure, HttpSettings, TooLarge
+from gaia_kit.web.config import HttpSettings
+from gaia_kit.web.errors import HttpFailure, TooLarge
+from gaia_kit.web.http import HttpClient
 from gaia_kit_testing.fake_web import FakeWeb
 
 pytestmark = pytest.mark.anyio

@@ -21,7 +21,9 @@ from gaia_kit import ToolFailure
 from gaia_kit.core.calls import Call, enter, leave
 from gaia_kit.core.hints import hints
 from gaia_kit.core.retry import retry_after_s, retry_wait
-from gaia_kit.web.http import HttpClient, HttpFailure, HttpSettings, shared_http
+from gaia_kit.web.config import HttpSettings
+from gaia_kit.web.errors import HttpFailure
+from gaia_kit.web.http import HttpClient, shared_http
 from gaia_kit.web.ssrf import AllowList, check_literal, literal_ip, resolve_checked
 from starlette.applications import Starlette
 from starlette.requests import Request

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 from gaia_kit import ToolFailure, atomic_write
-from gaia_kit.core.quota import QUOTA_DIR, Quota, copy_into, measure, place, staged
+from gaia_kit.core.quota import copy_into, place, staged
+from gaia_kit.core.quota_accounting import QUOTA_DIR, Quota, measure
 from gaia_kit.core.settings import get_settings
 from gaia_kit.execution.sandbox import Limits, get_sandbox_settings, run_sandboxed
 

@@ -9,7 +9,8 @@ import pytest
 from gaia_kit.core.calls import Call, enter, leave
 from gaia_kit.core.hints import hints
 from gaia_kit.core.usage import BudgetSpent, charge, check_budget
-from gaia_kit.web.http import HttpClient, HttpSettings
+from gaia_kit.web.config import HttpSettings
+from gaia_kit.web.http import HttpClient
 from gaia_kit_testing.loopback import LoopbackServer
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse

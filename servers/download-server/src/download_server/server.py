@@ -23,7 +23,9 @@ from gaia_kit.core.hints import hints
 from gaia_kit.core.output import formatted
 from gaia_kit.core.quota import place, room_for, staged
 from gaia_kit.core.results import json_result, with_data
-from gaia_kit.web.http import HttpResponse, TooLarge, shared_http
+from gaia_kit.web.errors import TooLarge
+from gaia_kit.web.http import shared_http
+from gaia_kit.web.response import HttpResponse
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 from pydantic import BaseModel, Field

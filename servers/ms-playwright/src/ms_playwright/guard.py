@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from gaia_kit.core.benchmark_guard import mirror_pattern, mirror_sentence
 from gaia_kit.core.errors import ToolFailure
-from gaia_kit.web.http import HttpSettings
+from gaia_kit.web.config import HttpSettings
 from gaia_kit.web.ssrf import AllowList, IPAddress, resolve_checked
 
 from .settings import get_playwright_settings

@@ -16,7 +16,8 @@ import logging
 from urllib.parse import urlsplit
 
 from gaia_kit.core.errors import ToolFailure
-from gaia_kit.web.http import HttpSettings, shared_http
+from gaia_kit.web.config import HttpSettings
+from gaia_kit.web.http import shared_http
 from playwright.async_api import BrowserContext, Route
 
 from .proxy import REFUSED_HEADER

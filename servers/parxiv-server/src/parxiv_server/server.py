@@ -18,7 +18,8 @@ from gaia_kit.core.hints import hints
 from gaia_kit.core.output import formatted
 from gaia_kit.core.results import json_result, with_data
 from gaia_kit.pages.extract import pdf_to_text
-from gaia_kit.web.http import HttpFailure, shared_http
+from gaia_kit.web.errors import HttpFailure
+from gaia_kit.web.http import shared_http
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 from pydantic import BaseModel, Field

@@ -23,7 +23,9 @@ from gaia_kit.core.output import formatted
 from gaia_kit.core.results import json_result, with_data
 from gaia_kit.documents.text import sniff_encoding
 from gaia_kit.pages.extract import document_text
-from gaia_kit.web.http import HttpFailure, HttpResponse, shared_http
+from gaia_kit.web.errors import HttpFailure
+from gaia_kit.web.http import shared_http
+from gaia_kit.web.response import HttpResponse
 from mcp_types import CallToolResult
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict

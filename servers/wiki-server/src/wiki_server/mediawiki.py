@@ -12,7 +12,8 @@ from typing import Any, NoReturn
 from urllib.parse import quote
 
 from gaia_kit import ToolFailure
-from gaia_kit.web.http import HttpFailure, shared_http
+from gaia_kit.web.errors import HttpFailure
+from gaia_kit.web.http import shared_http
 
 from .wiki import Hit, Revision, Text, missing, require_query, require_title
 from .wikitext import render_wikitext

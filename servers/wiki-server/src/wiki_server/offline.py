@@ -18,17 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from gaia_kit import ToolFailure, run_blocking
-from gaia_kit.pages.corpus import (
-    Corpus,
+from gaia_kit.pages.corpus import Corpus, configured_corpus
+from gaia_kit.pages.extract import html_to_markdown, visible_text
+from gaia_kit.pages.zim import (
     absolute_links,
-    configured_corpus,
     open_zim,
     wikipedia_language,
     zim_metadata,
     zim_targets,
     zim_url,
 )
-from gaia_kit.pages.extract import html_to_markdown, visible_text
 
 from .mediawiki import MediaWiki
 from .wiki import Hit, Revision, Text, missing, require_query, require_title

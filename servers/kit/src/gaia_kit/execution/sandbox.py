@@ -34,7 +34,8 @@ from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from gaia_kit.core.errors import ToolFailure
-from gaia_kit.core.quota import CommandWatch, size_text
+from gaia_kit.core.quota_accounting import size_text
+from gaia_kit.core.quota_watch import CommandWatch
 from gaia_kit.core.settings import get_settings
 from gaia_kit.execution.memory import MemoryWatch
 
