@@ -1,6 +1,8 @@
 """browser_use end to end: the gateway starts browser-server from its own environment, the agent
 drives the system Chromium to a page served on 127.0.0.1, and a loopback OpenAI fake plays the
-model: it navigates, reads the value from the page state browser-use sends it, and finishes."""
+model: it navigates, reads the value from the page state browser-use sends it, and finishes.
+Chromium goes out only through the kit's guarding proxy: the tests allow their pages with
+GAIA_HTTP_ALLOW=127.0.0.1 (clean_env)."""
 
 from __future__ import annotations
 
@@ -94,6 +96,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     for name in (f"{p}_LLM_{s}" for p in ("MCP", "BROWSERUSE") for s in LLM_SUFFIXES):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("BROWSERUSE_USE_VISION", "false")  # text-only model; no screenshots to send
+    monkeypatch.setenv("GAIA_HTTP_ALLOW", "127.0.0.1")  # the test pages; 127.0.0.2 stays refused
     return monkeypatch
 
 
@@ -210,7 +213,8 @@ def test_each_session_keeps_its_own_browser_profile_until_it_ends(
 def test_webrtc_from_an_allowed_page_or_a_data_page_sends_nothing(
     tmp_path: Path, fake: FakeOpenAI, site: LoopbackServer
 ) -> None:
-    with WebRtcTargets() as targets:
+    # TCP on 127.0.0.2: GAIA_HTTP_ALLOW lets the pages on 127.0.0.1 through, not this listener.
+    with WebRtcTargets(tcp_host="127.0.0.2") as targets:
         PROBE["function"] = targets.function(wait_ms=2000)
         data_page = "data:text/html," + quote(f"<p>Made here.</p><script>({PROBE['function']})()</script>")
         for url in (site.url("/webrtc"), data_page):
@@ -227,9 +231,45 @@ def test_webrtc_from_an_allowed_page_or_a_data_page_sends_nothing(
             gateway.stop()
         visited = texts(result).split("## URLs visited")[1]
         assert site.url("/webrtc") in visited and "data:text/html" in visited, texts(result)
-        # TURN over TCP goes the way this browser's page loads go (no guarding proxy here): UDP is the
-        # channel only WebRTC opened.
-        assert targets.arrived()["udp"] == 0
+        # No UDP at all, and TURN over TCP goes through the guarding proxy, which refuses 127.0.0.2.
+        assert targets.arrived() == {"udp": 0, "tcp": 0}
+
+
+def report_page(body: dict) -> str:
+    latest = conversation_text({"messages": [body["messages"][-1]]})
+    found = re.search(r"Refused to fetch from [^\n]*GAIA_HTTP_ALLOW|access code is \w+", latest)
+    text = found.group(0) if found else "the page showed neither a refusal nor a code"
+    return step({"done": {"text": text, "success": bool(found)}}, "report what the page shows")
+
+
+def test_loopback_is_refused_by_the_proxy_unless_gaia_http_allow_lists_it(
+    tmp_path: Path, fake: FakeOpenAI, clean_env: pytest.MonkeyPatch
+) -> None:
+    seen: list[str] = []
+
+    def vault(request: Any) -> HTMLResponse:
+        seen.append(request.url.path)
+        return page(request)
+
+    with LoopbackServer(Starlette(routes=[Route("/vault", vault)])) as local:
+        task = f"Open {local.url('/vault')} and tell me the access code shown there."
+        answers = {}
+        for allow in ("", "127.0.0.1"):
+            clean_env.setenv("GAIA_HTTP_ALLOW", allow)
+            fake.reply_with(navigate_to_task_url)
+            fake.reply_with(report_page)
+            gateway = start_gateway(tmp_path)
+            try:
+                result = gateway.call("browser_use", {"task": task, "max_steps": 4}, timeout=300)
+            finally:
+                gateway.stop()
+            answers[allow] = texts(result).split("## Steps")[0]
+            if not allow:
+                # The proxy's refusal is the page, and the loopback server never saw a request.
+                assert "Refused to fetch from 127.0.0.1" in answers[allow], texts(result)
+                assert seen == []
+    assert f"access code is {CODE}" in answers["127.0.0.1"], answers
+    assert "/vault" in seen
 
 
 def test_with_vnc_the_browser_runs_headful_on_the_display_people_watch(

@@ -4,6 +4,8 @@ OpenAI-compatible model (BROWSERUSE_LLM_*, each falling back to MCP_LLM_*).
 Each session keeps its own browser profile (cookies, storage, logins) for its lifetime, in a temp
 directory removed when the gateway ends the session; downloads land in the session workspace
 (downloads/), within its disk quota.
+Chromium reaches the web only through the kit's guarding proxy (gaia_kit.web.proxy), one per run: the
+SSRF rules and GAIA_HTTP_ALLOW decide every connection it opens, loopback included.
 The server runs from its own locked environment (servers/browser-server/.venv): browser-use pins
 exact versions of many packages.
 """
@@ -32,6 +34,8 @@ from gaia_kit.core.quota import QuotaExceeded, place, scratch
 from gaia_kit.core.usage import charge, check_budget
 from gaia_kit.models.llm import LLMConfig, configured, llm_status, model_backend, model_line
 from gaia_kit.web.chromium import chromium_args, chromium_path, headless
+from gaia_kit.web.guard import UrlGuard
+from gaia_kit.web.proxy import GuardProxy
 from mcp.server.mcpserver import Context
 from pydantic import Field, PositiveFloat, PositiveInt, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -181,10 +185,12 @@ async def _run_agent(task: str, steps: int, config: LLMConfig, session: Session,
     # Chromium writes downloads itself, so they land outside the workspace first and enter it
     # afterwards within the session's disk quota.
     with scratch(session.workspace, prefix=".browser-downloads-") as landing:
+        proxy = GuardProxy(UrlGuard())  # reads GAIA_HTTP_ALLOW; lives as long as this run's Chromium
+        await proxy.start()
         browser = BrowserSession(
             executable_path=chromium_path(),
             headless=headless(),
-            args=chromium_args(),
+            args=[*chromium_args(), *proxy.chromium_args()],
             chromium_sandbox=False,  # chromium_args() decides: --no-sandbox only as root
             user_data_dir=str(user_data_dir),
             # Chromium keeps cookies in memory for up to 30 s and a stopped browser may not write them;
@@ -225,6 +231,7 @@ async def _run_agent(task: str, steps: int, config: LLMConfig, session: Session,
                 # Shielded: a cancelled call (the client cancelled or left) must still stop Chromium.
                 with anyio.CancelScope(shield=True):
                     await _close(browser, user_data_dir)
+                    await proxy.close()
                 downloads = await asyncio.to_thread(_keep_downloads, landing, session)
     # One model call per step taken (browser-use reports no token counts without its price list).
     charge(model_backend(PREFIX), calls=len(agent.history.history))

@@ -26,6 +26,8 @@ from gaia_kit.core.quota import QuotaExceeded, place, staged
 from gaia_kit.core.session import Session
 from gaia_kit.core.settings import get_settings
 from gaia_kit.web.chromium import launch_options
+from gaia_kit.web.guard import UrlGuard
+from gaia_kit.web.proxy import REFUSED_HEADER, GuardProxy
 from playwright.async_api import (
     Browser,
     BrowserContext,
@@ -42,8 +44,6 @@ from playwright.async_api import (
 )
 from playwright.async_api import Error as PlaywrightError
 
-from .guard import UrlGuard
-from .proxy import REFUSED_HEADER, GuardProxy
 from .replay import route_through_cache
 from .settings import get_playwright_settings
 
@@ -365,12 +365,8 @@ class BrowserHost:
         options = launch_options()
         if self._proxy is None:
             self._proxy = GuardProxy(self.guard)
-        # Loopback is not exempt: `<-loopback>` removes Chromium's implicit bypass for it.
-        options["args"] = [
-            *options["args"],
-            f"--proxy-server={await self._proxy.start()}",
-            "--proxy-bypass-list=<-loopback>",
-        ]
+        await self._proxy.start()
+        options["args"] = [*options["args"], *self._proxy.chromium_args()]
         for attempt in (1, 2):
             try:
                 if self._playwright is None:
@@ -394,7 +390,8 @@ class BrowserHost:
     @property
     def guard(self) -> UrlGuard:
         if self._guard is None:
-            self._guard = UrlGuard()
+            settings = get_playwright_settings()
+            self._guard = UrlGuard(settings.allow, settings.block, prefix="PLAYWRIGHT")
         return self._guard
 
     # -- sessions -------------------------------------------------------------------------------

@@ -9,12 +9,12 @@ from typing import Annotated, Any, TypeVar
 
 from gaia_kit import ToolFailure
 from gaia_kit.core.hints import hints
+from gaia_kit.web.proxy import REFUSED_HEADER
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 from pydantic import Field
 
 from .browser import BrowserSession, Tab, first_line, host
-from .proxy import REFUSED_HEADER
 from .settings import get_playwright_settings
 from .tool import browser_tool
 

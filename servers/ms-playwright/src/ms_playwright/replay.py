@@ -18,9 +18,9 @@ from urllib.parse import urlsplit
 from gaia_kit.core.errors import ToolFailure
 from gaia_kit.web.config import HttpSettings
 from gaia_kit.web.http import shared_http
+from gaia_kit.web.proxy import REFUSED_HEADER
 from playwright.async_api import BrowserContext, Route
 
-from .proxy import REFUSED_HEADER
 from .settings import get_playwright_settings
 
 logger = logging.getLogger("ms_playwright")

@@ -31,7 +31,7 @@ QUIET_FLAGS = (
 # WebRTC sends UDP (STUN, TURN, peer traffic) from the browser process itself, around the HTTP proxy
 # that guards page loads: a page could reach any UDP service, loopback included. With this policy
 # WebRTC uses UDP only through a proxy (an HTTP proxy carries none), and its TCP (TURN) goes the way
-# page loads go: through the guarding proxy where the server sets one (ms-playwright).
+# page loads go: through the guarding proxy (gaia_kit.web.proxy) both browser servers launch with.
 CHANNEL_FLAGS = (
     "--force-webrtc-ip-handling-policy",
     "--webrtc-ip-handling-policy=disable_non_proxied_udp",

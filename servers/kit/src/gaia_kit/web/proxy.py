@@ -1,24 +1,24 @@
-"""The browser's only way out: a forward proxy on 127.0.0.1 that connects to checked addresses only.
+"""A browser's only way out: a forward proxy on 127.0.0.1 that connects to checked addresses only.
 
-Route interception sees a page's first request, but Chromium follows redirects, opens WebSockets
-and prefetches on its own. Every connection the browser makes goes through this proxy (launched
-with --proxy-server and `<-loopback>`, so loopback is not exempt), which resolves the name, checks
-every address with the kit's SSRF rules, and connects to an address it just checked: redirects
-and DNS rebinding cannot reach a refused address.
+Route interception sees a page's first request, but Chromium follows redirects, opens WebSockets,
+prefetches and dials WebRTC's TCP TURN on its own. Every connection the browser makes goes through
+this proxy (launched with `chromium_args()`: --proxy-server and `<-loopback>`, so loopback is not
+exempt), which resolves the name, checks every address with the guard (guard.py), and connects to
+an address it just checked: redirects and DNS rebinding cannot reach a refused address.
+
+    async with GuardProxy(UrlGuard()) as proxy:
+        browser = await launch(args=[*chromium_args(), *proxy.chromium_args()])
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
+from typing import Self
 from urllib.parse import urlsplit
 
 from gaia_kit.core.errors import ToolFailure
-
-from .guard import UrlGuard
-
-logger = logging.getLogger("ms_playwright")
+from gaia_kit.web.guard import UrlGuard
 
 MAX_HEAD_BYTES = 64 * 1024
 HOP_HEADERS = {"proxy-connection", "proxy-authorization", "connection", "keep-alive"}
@@ -36,6 +36,22 @@ class GuardProxy:
             self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, limit=MAX_HEAD_BYTES)
             self.port = self._server.sockets[0].getsockname()[1]
         return f"http://127.0.0.1:{self.port}"
+
+    def chromium_args(self) -> list[str]:
+        """Chromium's flags for this (started) proxy: `<-loopback>` removes the implicit bypass for loopback."""
+        return [f"--proxy-server=http://127.0.0.1:{self.port}", "--proxy-bypass-list=<-loopback>"]
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.close()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

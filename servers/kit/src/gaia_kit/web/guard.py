@@ -1,7 +1,11 @@
-"""Which hosts the browser may reach: the kit's SSRF rules plus PLAYWRIGHT_ALLOW and PLAYWRIGHT_BLOCK.
+"""Which hosts a browser may reach: the SSRF rules (GAIA_HTTP_ALLOW), the benchmark mirror list, and
+the server's own allow and block lists (ms-playwright: PLAYWRIGHT_ALLOW, PLAYWRIGHT_BLOCK).
 
-browser_navigate asks before it navigates, for a clear answer; the proxy (proxy.py) asks for every
+A server may ask before it navigates, for a clear answer; the proxy (proxy.py) asks for every
 connection the browser opens, which is what enforces it.
+
+    guard = UrlGuard(allow=settings.allow, block=settings.block, prefix="PLAYWRIGHT")
+    why = await guard.refusal("http://169.254.169.254/")  # a sentence, or None when allowed
 """
 
 from __future__ import annotations
@@ -15,18 +19,18 @@ from gaia_kit.core.errors import ToolFailure
 from gaia_kit.web.config import HttpSettings
 from gaia_kit.web.ssrf import AllowList, IPAddress, resolve_checked
 
-from .settings import get_playwright_settings
-
 # Schemes that never leave the browser; everything else but http(s) and ws(s) is refused.
 LOCAL_SCHEMES = {"about", "data", "blob", "javascript"}
 VERDICT_TTL_S = 60.0
 
 
 class UrlGuard:
-    def __init__(self) -> None:
-        settings = get_playwright_settings()
-        self.allow = AllowList(f"{HttpSettings().allow},{settings.allow}")
-        self.block = AllowList(settings.block)  # same matching rules: names, `*.` and networks
+    """GAIA_HTTP_ALLOW is read once, here; `allow` and `block` are named `{prefix}_ALLOW`, `{prefix}_BLOCK`."""
+
+    def __init__(self, allow: str = "", block: str = "", prefix: str = "") -> None:
+        self.allow = AllowList(f"{HttpSettings().allow},{allow}")
+        self.block = AllowList(block)  # same matching rules: names, `*.` and networks
+        self.prefix = prefix
         self._verdicts: dict[tuple[str, int], tuple[float, list[IPAddress] | str]] = {}
 
     async def refusal(self, url: str) -> str | None:
@@ -75,13 +79,18 @@ class UrlGuard:
 
     async def _check(self, host: str, port: int) -> list[IPAddress] | str:
         if self.block.has_host(host):
-            return f"Refused to load {host}: PLAYWRIGHT_BLOCK lists it."
+            return f"Refused to load {host}: {self.prefix}_BLOCK lists it."
         mirror = mirror_pattern(f"https://{host}/")  # a whole host listed as a benchmark copy
         if mirror is not None:
             return mirror_sentence(host, mirror)
         try:
             addresses = await resolve_checked(host, port, self.allow)
         except ToolFailure as exc:
-            return str(exc).replace("GAIA_HTTP_ALLOW", "GAIA_HTTP_ALLOW or PLAYWRIGHT_ALLOW")
+            refused = str(exc)
+            return (
+                refused.replace("GAIA_HTTP_ALLOW", f"GAIA_HTTP_ALLOW or {self.prefix}_ALLOW")
+                if self.prefix
+                else refused
+            )
         blocked = [a for a in addresses if self.block.has_ip(a)]
-        return f"Refused to load {host}: PLAYWRIGHT_BLOCK lists {blocked[0]}." if blocked else addresses
+        return f"Refused to load {host}: {self.prefix}_BLOCK lists {blocked[0]}." if blocked else addresses
