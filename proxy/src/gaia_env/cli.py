@@ -422,7 +422,8 @@ def cmd_cache(args: argparse.Namespace) -> int:
 
 def cmd_corpus(args: argparse.Namespace) -> int:
     from gaia_kit.core.errors import ToolFailure
-    from gaia_kit.pages.corpus import Corpus, build, default_index_path
+    from gaia_kit.pages.corpus import Corpus, default_index_path
+    from gaia_kit.pages.indexing import build
 
     index = args.index or default_index_path()
     try:

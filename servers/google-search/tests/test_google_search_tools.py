@@ -1,7 +1,7 @@
 """google-search: search and read_webpage against the loopback web, replay, and the offline index."""
 
 import pytest
-from gaia_kit.pages.corpus import build
+from gaia_kit.pages.indexing import build
 from gaia_kit.web import http as kit_http
 from gaia_kit_testing import failed, ok
 from gaia_kit_testing.fake_search import write_zim

@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from gaia_kit.pages.corpus import build
+from gaia_kit.pages.indexing import build
 from gaia_kit.web import http as kit_http
 from gaia_kit_testing import failed, ok
 from googlesearch_server.server import check

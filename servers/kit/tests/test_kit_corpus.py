@@ -7,7 +7,8 @@ import sqlite3
 import pymupdf
 import pytest
 from gaia_kit import ToolFailure
-from gaia_kit.pages.corpus import Corpus, build, configured_corpus, query_terms
+from gaia_kit.pages.corpus import Corpus, configured_corpus, query_terms
+from gaia_kit.pages.indexing import build
 from gaia_kit_testing.fake_search import write_zim
 
 ARTICLES = {

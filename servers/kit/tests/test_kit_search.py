@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from gaia_kit import ToolFailure
-from gaia_kit.pages.corpus import build
+from gaia_kit.pages.indexing import build
 from gaia_kit.pages.search import describe_backend, render, search_backend, web_search
 from gaia_kit_testing.fake_search import FakePage, FakeSearch
 

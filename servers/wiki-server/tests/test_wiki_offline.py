@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from gaia_kit.pages.corpus import build
+from gaia_kit.pages.indexing import build
 from gaia_kit_testing import failed, ok, text
 from gaia_kit_testing.fake_search import write_zim
 from wiki_server.server import check

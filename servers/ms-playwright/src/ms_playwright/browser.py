@@ -22,7 +22,8 @@ from typing import Any, TypeVar
 
 from gaia_kit.core.errors import Busy, ToolFailure
 from gaia_kit.core.paths import PathGuard, free_path
-from gaia_kit.core.quota import QuotaExceeded, place, staged
+from gaia_kit.core.quota import place, staged
+from gaia_kit.core.quota_accounting import QuotaExceeded
 from gaia_kit.core.session import Session
 from gaia_kit.core.settings import get_settings
 from gaia_kit.web.chromium import launch_options

@@ -18,7 +18,8 @@ from typing import Any, TypeVar
 from gaia_kit.core.errors import ToolFailure
 from gaia_kit.core.limits import check_package
 from gaia_kit.core.paths import PathGuard, atomic_write
-from gaia_kit.core.quota import QuotaExceeded, make_dirs
+from gaia_kit.core.quota import make_dirs
+from gaia_kit.core.quota_accounting import QuotaExceeded
 from gaia_kit.documents.convert import convert_with_libreoffice
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0"
