@@ -15,6 +15,7 @@ import logging
 from urllib.parse import urlsplit
 
 from gaia_kit.core.errors import ToolFailure
+from gaia_kit.web.browser_cache import REFUSED_HEADER
 
 from .guard import UrlGuard
 
@@ -22,7 +23,6 @@ logger = logging.getLogger("ms_playwright")
 
 MAX_HEAD_BYTES = 64 * 1024
 HOP_HEADERS = {"proxy-connection", "proxy-authorization", "connection", "keep-alive"}
-REFUSED_HEADER = "X-Gaia-Refused"
 
 
 class GuardProxy:
