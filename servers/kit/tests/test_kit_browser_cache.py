@@ -99,3 +99,13 @@ async def test_the_ssrf_guard_refuses_what_it_does_not_allow(
     cache_mode(monkeypatch, "read-write")
     refused = await page_answer("GET", site.url("/page"), {}, None, navigation=True)
     assert refused.status == 403 and "GAIA_HTTP_ALLOW" in (refused.refusal or ""), refused
+
+
+async def test_a_benchmark_copy_is_refused_even_when_replaying(
+    site: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache_mode(monkeypatch, "replay")
+    copy = await page_answer(
+        "GET", "https://huggingface.co/datasets/gaia-benchmark/GAIA", {}, None, navigation=True
+    )
+    assert copy.status == 403 and "GAIA_GUARD_MIRRORS" in (copy.refusal or ""), copy
