@@ -9,31 +9,11 @@ import re
 from pathlib import Path
 
 import pytest
+from gaia_kit_testing.keepers_site import KEPT, SCRIPTED, keepers_site
 from gaia_kit_testing.loopback import LoopbackServer
 from gateway_harness import RunningGateway, launch
-from starlette.applications import Starlette
-from starlette.responses import HTMLResponse, Response
-from starlette.routing import Route
 
 pytestmark = pytest.mark.slow
-
-FIRST = """<!doctype html><html><head><title>Keepers</title><link rel="stylesheet" href="/style.css">
-<script src="/app.js"></script></head><body><h1>Lighthouse keepers</h1><p id="count">loading</p>
-<a href="/second.html">Next page</a></body></html>"""
-SECOND = """<!doctype html><html><head><title>Ole Brekke</title></head><body><h1>Ole Brekke</h1>
-<p>Kept the Hellisoy light for 31 years.</p></body></html>"""
-SCRIPT = "document.addEventListener('DOMContentLoaded', () => { document.getElementById('count').textContent = '12 keepers listed by the script'; });"
-
-
-def site_app() -> Starlette:
-    return Starlette(
-        routes=[
-            Route("/first.html", lambda r: HTMLResponse(FIRST)),
-            Route("/second.html", lambda r: HTMLResponse(SECOND)),
-            Route("/style.css", lambda r: Response("h1 { color: navy; }", media_type="text/css")),
-            Route("/app.js", lambda r: Response(SCRIPT, media_type="application/javascript")),
-        ]
-    )
 
 
 def browse(gateway: RunningGateway, first_url: str) -> list[str]:
@@ -45,10 +25,10 @@ def browse(gateway: RunningGateway, first_url: str) -> list[str]:
         return result["content"][0]["text"]
 
     opened = call("browser_navigate", {"url": first_url})
-    assert "12 keepers listed by the script" in opened  # the script ran, so it was served too
+    assert SCRIPTED in opened  # the script ran, so it was served too
     ref = re.search(r'link "Next page" \[ref=(\w+)\]', opened).group(1)
     followed = call("browser_click", {"element": "Next page link", "ref": ref})
-    assert "Kept the Hellisoy light for 31 years." in followed
+    assert KEPT in followed
     return [opened, followed, call("browser_snapshot", {})]
 
 
@@ -59,7 +39,7 @@ def test_a_recorded_browsing_task_replays_with_the_site_stopped(tmp_path: Path) 
         "GAIA_HTTP_CACHE_PATH": str(cache),
         "PLAYWRIGHT_HTTP_CACHE": "true",
     }
-    site = LoopbackServer(site_app())
+    site = LoopbackServer(keepers_site())
     site.start()
     first_url = site.url("/first.html")
     (tmp_path / "record").mkdir()

@@ -5,7 +5,10 @@ Each session keeps its own browser profile (cookies, storage, logins) for its li
 directory removed when the gateway ends the session; downloads land in the session workspace
 (downloads/), within its disk quota.
 Chromium reaches the web only through the kit's guarding proxy (gaia_kit.web.proxy), one per run: the
-SSRF rules and GAIA_HTTP_ALLOW decide every connection it opens, loopback included.
+SSRF rules and GAIA_HTTP_ALLOW decide every connection it opens, loopback included. Under
+GAIA_HTTP_CACHE_MODE=replay (or read-write with BROWSERUSE_HTTP_CACHE=true) it has no way out at all:
+its requests are answered through the kit's record/replay HTTP cache (replay.py), which applies the
+same rules to what it fetches.
 The server runs from its own locked environment (servers/browser-server/.venv): browser-use pins
 exact versions of many packages.
 """
@@ -33,12 +36,15 @@ from gaia_kit.core.paths import free_path
 from gaia_kit.core.quota import QuotaExceeded, place, scratch
 from gaia_kit.core.usage import charge, check_budget
 from gaia_kit.models.llm import LLMConfig, configured, llm_status, model_backend, model_line
+from gaia_kit.web.browser_cache import through_cache
 from gaia_kit.web.chromium import chromium_args, chromium_path, headless
 from gaia_kit.web.guard import UrlGuard
 from gaia_kit.web.proxy import GuardProxy
 from mcp.server.mcpserver import Context
 from pydantic import Field, PositiveFloat, PositiveInt, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from .replay import NO_NETWORK_ARGS, CachedPages
 
 PREFIX = "BROWSERUSE"
 
@@ -72,7 +78,7 @@ server = KitServer(
 
 
 class Limits(BaseSettings):
-    """BROWSERUSE_TASK_TIMEOUT, BROWSERUSE_MAX_STEPS, BROWSERUSE_MAX_BROWSERS, BROWSERUSE_USE_VISION."""
+    """BROWSERUSE_TASK_TIMEOUT, _MAX_STEPS, _MAX_BROWSERS, _USE_VISION, _HTTP_CACHE."""
 
     model_config = SettingsConfigDict(env_prefix="BROWSERUSE_", extra="ignore")
 
@@ -84,6 +90,9 @@ class Limits(BaseSettings):
     """Chromium instances one server process runs at once; further calls wait."""
     use_vision: bool = True
     """Send screenshots to the model (false for text-only models)."""
+    http_cache: bool = False
+    """Send the browser's requests through the kit's record/replay HTTP cache under
+    GAIA_HTTP_CACHE_MODE=read-write; under replay they always are, so a replay run never reaches the web."""
 
 
 def limits() -> Limits:
@@ -152,8 +161,15 @@ async def get_browser_capabilities() -> str:
             "Each session has its own browser profile (cookies, logins), kept until the session ends; "
             "downloads go to the session workspace under downloads/.",
             "Output formats: markdown, json, text.",
+            _cache_line(bounds),
         ]
     )
+
+
+def _cache_line(bounds: Limits) -> str:
+    if not through_cache(bounds.http_cache):
+        return "HTTP cache: not used by the browser (BROWSERUSE_HTTP_CACHE, GAIA_HTTP_CACHE_MODE)."
+    return "HTTP cache: every request the browser makes is recorded and replayed (GAIA_HTTP_CACHE_MODE)."
 
 
 @server.on_session_end
@@ -173,6 +189,8 @@ class Report:
     errors: list[str]
     note: str | None = None
     downloads: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    """Why the browser's requests were refused (a page never recorded, in replay)."""
 
 
 async def _run_agent(task: str, steps: int, config: LLMConfig, session: Session, bounds: Limits) -> Report:
@@ -182,46 +200,66 @@ async def _run_agent(task: str, steps: int, config: LLMConfig, session: Session,
     user_data_dir = profile / "chromium"
     profile.mkdir(parents=True, exist_ok=True)
     note = None
+    cached = through_cache(bounds.http_cache)
     # Chromium writes downloads itself, so they land outside the workspace first and enter it
     # afterwards within the session's disk quota.
     with scratch(session.workspace, prefix=".browser-downloads-") as landing:
-        proxy = GuardProxy(UrlGuard())  # reads GAIA_HTTP_ALLOW; lives as long as this run's Chromium
-        await proxy.start()
-        browser = BrowserSession(
-            executable_path=chromium_path(),
-            headless=headless(),
-            args=[*chromium_args(), *proxy.chromium_args()],
-            chromium_sandbox=False,  # chromium_args() decides: --no-sandbox only as root
-            user_data_dir=str(user_data_dir),
-            # Chromium keeps cookies in memory for up to 30 s and a stopped browser may not write them;
-            # browser-use saves cookies and storage here when it stops and loads them when it starts.
-            storage_state=str(profile / "storage_state.json"),
-            downloads_path=str(landing),
-            enable_default_extensions=False,
-            keep_alive=False,
-        )
-        agent = Agent(
-            task=task,
-            llm=_chat_model(config),
-            browser_session=browser,
-            use_vision=bounds.use_vision,
-            use_judge=False,  # a second model call per task, for browser-use's own evaluations
-            calculate_cost=False,  # would fetch a price list from the internet
-            generate_gif=False,
-            file_system_path=str(profile / "agent-files"),
-            llm_timeout=int(config.timeout_s),
-        )
+        # Chromium's way out: the guarding proxy (it reads GAIA_HTTP_ALLOW), as long as this run's
+        # Chromium lives; none under the cache, whose interception answers every request.
+        proxy = None if cached else GuardProxy(UrlGuard())
+        try:
+            if proxy is not None:
+                await proxy.start()
+            browser = BrowserSession(
+                executable_path=chromium_path(),
+                headless=headless(),
+                args=[*chromium_args(), *(NO_NETWORK_ARGS if proxy is None else proxy.chromium_args())],
+                chromium_sandbox=False,  # chromium_args() decides: --no-sandbox only as root
+                user_data_dir=str(user_data_dir),
+                # Chromium keeps cookies in memory for up to 30 s and a stopped browser may not write them;
+                # browser-use saves cookies and storage here when it stops and loads them when it starts.
+                storage_state=str(profile / "storage_state.json"),
+                downloads_path=str(landing),
+                enable_default_extensions=False,
+                keep_alive=False,
+            )
+            agent = Agent(
+                task=task,
+                llm=_chat_model(config),
+                browser_session=browser,
+                use_vision=bounds.use_vision,
+                use_judge=False,  # a second model call per task, for browser-use's own evaluations
+                calculate_cost=False,  # would fetch a price list from the internet
+                generate_gif=False,
+                file_system_path=str(profile / "agent-files"),
+                llm_timeout=int(config.timeout_s),
+            )
+        except BaseException:
+            if proxy is not None:
+                await proxy.close()
+            raise
         call = current_call()
 
         async def step_done(agent: Any) -> None:
             taken = len(agent.history.history)
             call.progress(taken, steps, f"step {taken} of at most {steps}")
 
+        pages = CachedPages(browser) if cached else None
+
+        async def run() -> None:
+            if pages is not None:
+                try:
+                    await browser.start()  # the agent's own start() then finds it running
+                except TimeoutError:  # browser-use's own limit, not BROWSERUSE_TASK_TIMEOUT
+                    raise ToolFailure(
+                        "Chromium did not start in time; the machine may be overloaded, try again."
+                    ) from None
+                await pages.start()
+            await agent.run(max_steps=steps, on_step_end=step_done)
+
         with stdout_to_stderr():
             try:
-                await asyncio.wait_for(
-                    agent.run(max_steps=steps, on_step_end=step_done), timeout=bounds.task_timeout
-                )
+                await asyncio.wait_for(run(), timeout=bounds.task_timeout)
             except TimeoutError:
                 note = (
                     f"The browser agent stopped at its {bounds.task_timeout:.0f} s deadline "
@@ -231,7 +269,8 @@ async def _run_agent(task: str, steps: int, config: LLMConfig, session: Session,
                 # Shielded: a cancelled call (the client cancelled or left) must still stop Chromium.
                 with anyio.CancelScope(shield=True):
                     await _close(browser, user_data_dir)
-                    await proxy.close()
+                    if proxy is not None:
+                        await proxy.close()
                 downloads = await asyncio.to_thread(_keep_downloads, landing, session)
     # One model call per step taken (browser-use reports no token counts without its price list).
     charge(model_backend(PREFIX), calls=len(agent.history.history))
@@ -244,6 +283,7 @@ async def _run_agent(task: str, steps: int, config: LLMConfig, session: Session,
         )
     report = _report(task, agent.history, note, steps)
     report.downloads = downloads
+    report.refused = pages.refusals if pages else []
     return report
 
 
@@ -324,6 +364,8 @@ def _render(report: Report, extract_format: str) -> str:
         parts = [result]
         if report.note:
             parts.append(report.note)
+        if report.refused:
+            parts.append("Refused to the browser:\n" + "\n".join(report.refused))
         parts.append("Steps:\n" + "\n".join(report.steps))
         parts.append("URLs visited:\n" + "\n".join(report.urls or ["(none)"]))
         if report.downloads:
@@ -335,6 +377,8 @@ def _render(report: Report, extract_format: str) -> str:
     lines = [f"## Result ({status})", "", result]
     if report.note:
         lines += ["", f"> {report.note}"]
+    if report.refused:
+        lines += ["", "## Refused to the browser", "", *[f"- {reason}" for reason in report.refused]]
     lines += ["", f"## Steps ({len(report.steps)})", "", *report.steps]
     lines += ["", "## URLs visited", "", *([f"- {u}" for u in report.urls] or ["(none)"])]
     if report.downloads:

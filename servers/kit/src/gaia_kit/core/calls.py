@@ -124,6 +124,17 @@ def leave(token: contextvars.Token[Call | None]) -> None:
     _current.reset(token)
 
 
+@contextlib.contextmanager
+def detached() -> Iterator[None]:
+    """Work inside is no tool's own: a browser loading a page for whichever tool is running. The HTTP
+    cache then judges its requests by their method alone, as outside any call; nothing cancels it."""
+    token = _current.set(None)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
 def replay_allowed(method: str) -> bool:
     """Whether the calling tool's request may be recorded and answered from the HTTP cache.
 

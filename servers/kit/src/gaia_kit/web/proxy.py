@@ -18,11 +18,11 @@ from typing import Self
 from urllib.parse import urlsplit
 
 from gaia_kit.core.errors import ToolFailure
+from gaia_kit.web.browser_cache import REFUSED_HEADER
 from gaia_kit.web.guard import UrlGuard
 
 MAX_HEAD_BYTES = 64 * 1024
 HOP_HEADERS = {"proxy-connection", "proxy-authorization", "connection", "keep-alive"}
-REFUSED_HEADER = "X-Gaia-Refused"
 
 
 class GuardProxy:
