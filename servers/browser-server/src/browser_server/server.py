@@ -33,7 +33,8 @@ from gaia_kit import KitServer, Session, ToolFailure, serve, session_of, stdout_
 from gaia_kit.core.calls import current_call
 from gaia_kit.core.hints import hints
 from gaia_kit.core.paths import free_path
-from gaia_kit.core.quota import QuotaExceeded, place, scratch
+from gaia_kit.core.quota import place, scratch
+from gaia_kit.core.quota_accounting import QuotaExceeded
 from gaia_kit.core.usage import charge, check_budget
 from gaia_kit.models.llm import LLMConfig, configured, llm_status, model_backend, model_line
 from gaia_kit.web.browser_cache import through_cache
