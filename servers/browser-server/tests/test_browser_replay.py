@@ -51,6 +51,13 @@ def page_state(body: dict) -> str:
     return re.sub(r"\b(Tab|Current tab:) [0-9A-F]{4}\b", r"\1 ?", found.group(0) if found else text)
 
 
+def comparable(text: str) -> str:
+    """What the cache decides, without what Chromium's start-up does: the tab it opens first (its
+    new-tab page or about:blank) and so the DOM node numbers browser-use shows as element indices."""
+    text = re.sub(r"\bat (chrome://\S+|about:blank)", "at (the start page)", text)
+    return re.sub(r"\[\d+\]|index=\d+", "[n]", text)
+
+
 def script_the_task(fake: FakeOpenAI, url: str) -> None:
     """Open the first page, click its link, report what both pages said."""
     seen: list[str] = []
@@ -83,7 +90,8 @@ def browse(gateway: RunningGateway, fake: FakeOpenAI, url: str) -> tuple[str, li
     assert "Refused" not in text, text
     # The pages the site served; Chromium's own new-tab page shows its title when it is ready to.
     shown = [page_state(body) for body in fake.requests[asked:]]
-    return text.split("## Errors")[0], [state for state in shown if url.rsplit("/", 1)[0] in state]
+    pages = [comparable(state) for state in shown if url.rsplit("/", 1)[0] in state]
+    return comparable(text.split("## Errors")[0]), pages
 
 
 def refuses_what_was_never_recorded(gateway: RunningGateway, fake: FakeOpenAI, never: str) -> None:
