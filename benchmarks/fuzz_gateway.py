@@ -5,7 +5,7 @@ Each round sends --raw bodies to every front (bare, keyed, two MCP sessions) and
 each registered tool (arguments from its schema, mutated), 8 at a time. Any broken property (a 5xx,
 an answer past the deadline, a malformed answer) stops the run with the falsifying example.
 
-    uv run python benchmarks/fuzz_gateway.py [--minutes 20] [--raw 500] [--per-tool 10]
+    uv run python -m benchmarks.fuzz_gateway [--minutes 20] [--raw 500] [--per-tool 10]
 """
 
 from __future__ import annotations

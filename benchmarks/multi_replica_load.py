@@ -1,7 +1,7 @@
 """Several gateways behind nginx (deploy/nginx/gaia-env.conf), as tests/test_multi_replica.py runs
 them: how evenly sessions spread, and what the load balancer costs a call.
 
-    uv run --no-sync python benchmarks/multi_replica_load.py [--replicas 3] [--sessions 300]
+    uv run --no-sync python -m benchmarks.multi_replica_load [--replicas 3] [--sessions 300]
         [--calls 6] [--concurrency 300] [--lb-calls 400] [--json results.json]
 
 Spread: `--sessions` sessions (each its own X-Session-Id), `--concurrency` at a time, each making
@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from gaia_contract import BUSY
-from loadgen import RawClient
+
+from benchmarks.loadgen import RawClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 

@@ -6,9 +6,8 @@ import pytest
 from excel_server.compute import compute, evaluator
 from excel_server.formulas import REFUSED, check
 from gaia_kit import ToolFailure
+from gaia_kit_testing import formula_cases
 from openpyxl import Workbook, load_workbook
-
-from . import formula_cases
 
 
 @pytest.fixture
