@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 
 import httpx
 from gaia_contract import BUSY, RETRY_AFTER
+from gaia_env.registry import DEFAULT_REGISTRY
 from gaia_kit_testing.loopback import free_port
 
 from benchmarks.loadgen import latency_summary, read_response, start_gateway, tree_rss_mib
@@ -187,7 +188,7 @@ def shipped_registry(path: Path, nice: int | None) -> Path | None:
     """The shipped registry, with its servers' nice level replaced when `nice` is given."""
     if nice is None:
         return None
-    text = (ROOT / "proxy" / "servers.toml").read_text()
+    text = DEFAULT_REGISTRY.read_text()
     path.write_text(re.sub(r"(?m)^nice = \d+", f"nice = {nice}", text))
     return path
 

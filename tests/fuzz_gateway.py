@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from gateway_harness import ROOT, RunningGateway, launch
+from gaia_env.registry import DEFAULT_REGISTRY
+from gateway_harness import RunningGateway, launch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
@@ -60,7 +61,7 @@ FUZZ_ENV = {
 
 def start_fuzz_gateway(tmp: Path, env: dict[str, str] | None = None) -> RunningGateway:
     """Every enabled server of the shipped registry, each with the fuzzer's short timeout."""
-    registry = tomllib.loads((ROOT / "proxy" / "servers.toml").read_text())
+    registry = tomllib.loads(DEFAULT_REGISTRY.read_text())
     tables = {"defaults": {**registry.get("defaults", {}), "timeout": FUZZ_TIMEOUT_S}}
     for sid, spec in registry["servers"].items():
         tables[f"servers.{sid}"] = {**spec, "timeout": FUZZ_TIMEOUT_S}
