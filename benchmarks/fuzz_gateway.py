@@ -17,11 +17,9 @@ import time
 from pathlib import Path
 
 import psutil
+from gaia_env.registry import DEFAULT_REGISTRY
+from gaia_kit_testing import fuzz
 from hypothesis import HealthCheck, given, settings
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-import fuzz_gateway as fuzz  # noqa: E402
 
 
 def loose(examples: int) -> settings:
@@ -58,7 +56,7 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="gaia-fuzz-") as tmp:
         started = time.monotonic()
-        gateway = fuzz.start_fuzz_gateway(Path(tmp))
+        gateway = fuzz.start_fuzz_gateway(Path(tmp), DEFAULT_REGISTRY)
         print(f"gateway ready in {time.monotonic() - started:.0f} s", flush=True)
         try:
             fronts = fuzz.fronts(gateway)

@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import json
 import statistics
-import sys
 import tempfile
 import time
 import uuid
@@ -29,13 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from gaia_contract import BUSY
+from gaia_kit_testing.replicas import Cluster
 
 from benchmarks.loadgen import RawClient
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from replicas_harness import Cluster  # noqa: E402
-
+NGINX_CONF = Path(__file__).resolve().parents[1] / "deploy" / "nginx" / "gaia-env.conf"
+"""The shipped load balancer configuration the cluster runs."""
 SERVERS = "terminal-controller"
 HEADERS = {"MCP-Servers": SERVERS}
 
@@ -151,7 +149,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="gaia-replicas-") as tmp:
         started = time.perf_counter()
-        with Cluster.start(Path(tmp), SERVERS, replicas=args.replicas) as cluster:
+        with Cluster.start(Path(tmp), NGINX_CONF, SERVERS, replicas=args.replicas) as cluster:
             print(
                 f"{args.replicas} replicas and nginx up in {time.perf_counter() - started:.0f} s", flush=True
             )

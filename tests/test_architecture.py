@@ -366,12 +366,6 @@ def test_the_architecture_page_lists_every_gateway_module_in_a_room():
 LOADS_BY_PATH = re.compile(r"spec_from_file_location|run_path\(|SourceFileLoader|sys\.path\.(insert|append)")
 # The only file loaded by path: the user's reward file, named in their VeRL config, checked as VeRL loads it.
 LOADS_THE_USERS_FILE = {ROOT / "trainer" / "src" / "gaia_train" / "verl_adapter" / "config_check.py"}
-# Two benchmarks still put tests/ on the path for the fuzzer and the nginx cluster (tests/fuzz_gateway.py,
-# tests/replicas_harness.py); the list may only shrink.
-STILL_REACH_INTO_TESTS = {
-    ROOT / "benchmarks" / "fuzz_gateway.py",
-    ROOT / "benchmarks" / "multi_replica_load.py",
-}
 
 
 def project_sources() -> list[Path]:
@@ -397,8 +391,8 @@ def test_no_file_loads_another_folders_file_by_path():
         for path in project_sources()
         if path != Path(__file__) and LOADS_BY_PATH.search(path.read_text())
     }
-    assert loaders - LOADS_THE_USERS_FILE <= STILL_REACH_INTO_TESTS, (
-        f"{sorted(str(p.relative_to(ROOT)) for p in loaders - LOADS_THE_USERS_FILE - STILL_REACH_INTO_TESTS)} "
+    assert loaders <= LOADS_THE_USERS_FILE, (
+        f"{sorted(str(p.relative_to(ROOT)) for p in loaders - LOADS_THE_USERS_FILE)} "
         "load a file by path: import it (benchmarks is a package, harnesses live in gaia_kit_testing)"
     )
 
