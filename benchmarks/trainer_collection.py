@@ -183,12 +183,15 @@ def main() -> int:
         subprocess.Popen(
             [
                 sys.executable,
-                __file__,
+                "-m",
+                __spec__.name,
                 "--serve-model",
                 str(model_port),
                 "--model-delay",
                 str(args.model_delay),
             ],
+            # The checkout's root, where `benchmarks` is importable.
+            cwd=Path(__file__).resolve().parents[1],
             start_new_session=True,
         )
     )
