@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,7 +103,7 @@ def readable_by_servers(dataset: Path) -> None:
 def launch(
     folder: Path,
     *args: str,
-    env: dict[str, str | None] | None = None,
+    env: Mapping[str, str | None] | None = None,
     token: str | None = None,
     wait_ready: bool = True,
     dataset_dir: Path | None = None,
