@@ -19,7 +19,7 @@ lint: sync
 	$(UV) run --no-sync ruff format --check .
 
 bench: sync
-	$(UV) run --no-sync python benchmarks/gateway_throughput.py
+	$(UV) run --no-sync python -m benchmarks.gateway_throughput
 
 docs: sync
 	$(UV) run --no-sync gaia-env tools --format markdown --output docs/tools.md

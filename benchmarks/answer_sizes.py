@@ -1,6 +1,6 @@
 """Characters of each tool's answer on the demo tasks and on realistic inputs.
 
-    uv run python benchmarks/answer_sizes.py [--check]
+    uv run python -m benchmarks.answer_sizes [--check]
 
 Every tool-response token comes out of an RL episode's response budget, so answer sizes are part
 of the interface. Each case calls its tool in-process through MCP, as the gateway calls it. The
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import json
 import os
 import sys
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from gaia_env import answer_sizes
+from gaia_kit_testing import formula_cases
 from gaia_train.demo.snapshot import write_demo_snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -226,11 +226,7 @@ def prepare(root: Path) -> tuple[Path, Path]:
     write_demo_snapshot(dataset)
     _table(workspace / "table.xlsx")
     _deck(workspace / "deck.pptx")
-    cases = ROOT / "servers" / "excel" / "tests" / "formula_cases.py"
-    spec = importlib.util.spec_from_file_location("formula_cases", cases)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.build(workspace / "cases.xlsx")
+    formula_cases.build(workspace / "cases.xlsx")
     return dataset, workspace
 
 

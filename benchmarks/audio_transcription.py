@@ -1,6 +1,6 @@
 """media-audio-server: real-time factor of local transcription on a 60 s clip, through the real server.
 
-    uv run --no-sync python benchmarks/audio_transcription.py [--seconds 60] [--runs 2]
+    uv run --no-sync python -m benchmarks.audio_transcription [--seconds 60] [--runs 2]
 
 The clip is espeak-ng speech (sentences about a museum's opening hours, concatenated with ffmpeg and
 cut to --seconds), written here as MP3. It goes through transcribe_audio over the MCP protocol

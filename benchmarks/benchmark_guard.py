@@ -1,6 +1,6 @@
 """What the benchmark-copy guard costs a read: read_url with and without a task in the session.
 
-    uv run --no-sync python benchmarks/benchmark_guard.py [--repeats 20]
+    uv run --no-sync python -m benchmarks.benchmark_guard [--repeats 20]
 
 readweb-server over MCP in one process, as the gateway calls it, against gaia_kit_testing.fake_web's
 /long.html (about 100,000 characters) and /article.html, every read answered by the HTTP cache (the

@@ -1,6 +1,6 @@
 """What bounding a call costs, and what a bomb costs now: excel and docx in-process, through MCP.
 
-    uv run python benchmarks/bounded_calls.py [--runs 20]
+    uv run python -m benchmarks.bounded_calls [--runs 20]
 
 1. The same small read with the per-call worker (GAIA_CALL_MEMORY_MB=512, a fork per call) and
    without it (0): the ratio is what the memory bound costs an ordinary call. The CSV reads run

@@ -1,6 +1,6 @@
 """ms-playwright: navigate + snapshot latency, 16 sessions browsing at once, memory per open context.
 
-uv run python benchmarks/browser_navigate.py [--runs 20] [--sessions 16] [--seconds 20]
+uv run python -m benchmarks.browser_navigate [--runs 20] [--sessions 16] [--seconds 20]
 
 One replica (the server in this process, its one Chromium), called through MCP as the gateway
 calls it, against a local page of 60 links, a form and 40 paragraphs served on 127.0.0.1.

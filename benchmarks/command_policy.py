@@ -1,6 +1,6 @@
 """Command policy: the cost of parsing a command into shell words, by shape and length.
 
-uv run python benchmarks/command_policy.py [--sizes 25000,100000,400000]
+uv run python -m benchmarks.command_policy [--sizes 25000,100000,400000]
 
 The terminal servers parse every command before it runs, so the parse must grow linearly with
 the length: across lengths x16, a ratio near 16 is linear and near 256 quadratic. The parse the

@@ -4,7 +4,7 @@ Documents of ~200 words drawn from a Zipf-distributed vocabulary (as real text i
 gaia_kit.pages.corpus.build_documents (the same streaming path `gaia-env corpus build` uses); queries of
 1-4 words drawn from the same distribution, so most mix common and rarer words.
 
-    uv run python benchmarks/corpus_query.py [--documents 100000] [--queries 500]
+    uv run python -m benchmarks.corpus_query [--documents 100000] [--queries 500]
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What confining external decoders costs: each job run directly and confined (bubblewrap, only its
 files visible, no network; gaia_kit.execution.confine), alternately, median wall time and the ratio.
 
-uv run python benchmarks/decoder_confinement.py [--runs 15] [--office-runs 4]
+uv run python -m benchmarks.decoder_confinement [--runs 15] [--office-runs 4]
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """documents-pdf-server: time and peak memory to read the first window of a 500-page PDF.
 
-    uv run --no-sync python benchmarks/documents_pdf.py [--pages 500]
+    uv run --no-sync python -m benchmarks.documents_pdf [--pages 500]
 
 The PDF is generated here (text pages with a heading, paragraphs and a ruled table on every page).
 One MCP call converts the first window (up to the output cap) through the real server; the server

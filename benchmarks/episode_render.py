@@ -9,7 +9,7 @@ reference tool schemas, a Qwen3-style template that writes each schema as JSON, 
 trained on the schemas; then 4 tool turns of 8,000 characters each) next to a heartbeat task that
 sleeps 1 ms; the heartbeat's longest gap is how long the loop was held.
 
-    uv run --no-sync python benchmarks/episode_render.py
+    uv run --no-sync python -m benchmarks.episode_render
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 
 import anyio
 import anyio.to_thread
+from gaia_kit_testing.compat import REFERENCE
 from gaia_train.demo.tiny_model import build_tokenizer
 from gaia_train.episode.tokens import TokenTape
 
@@ -40,7 +41,6 @@ QWEN3_STYLE = (
 
 
 def tools() -> list[dict]:
-    reference = json.loads((ROOT / "tests" / "reference" / "aworld_tool_schemas.json").read_text())
     return [
         {
             "type": "function",
@@ -50,7 +50,7 @@ def tools() -> list[dict]:
                 "parameters": t["inputSchema"],
             },
         }
-        for server in reference.values()
+        for server in REFERENCE.values()
         for t in server
     ]
 

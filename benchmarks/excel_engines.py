@@ -1,9 +1,9 @@
 """Formula engines compared on workbooks saved without cached values: coverage, time, peak memory.
 
-    uv run python benchmarks/excel_engines.py [--rows 20000] [--pycel-python /tmp/cand/bin/python]
+    uv run python -m benchmarks.excel_engines [--rows 20000] [--pycel-python /tmp/cand/bin/python]
 
 Two workbooks, both written by openpyxl (so no formula has a saved value): the twenty common
-formulas of servers/excel/tests/formula_cases.py, and a table of --rows rows whose column D is
+formulas of gaia_kit_testing.formula_cases, and a table of --rows rows whose column D is
 =B*C with a SUMIFS over it at the top (the total needs every row's formula). Each engine runs in
 a fresh child process that reports its own peak RSS:
 
@@ -17,7 +17,6 @@ Engines that are not installed are skipped, and say so.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -26,8 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from gaia_kit_testing import formula_cases as cases
+
 ROOT = Path(__file__).resolve().parents[1]
-CASES_FILE = ROOT / "servers" / "excel" / "tests" / "formula_cases.py"
 
 PEAK = """
 with open("/proc/self/status") as _status:
@@ -35,10 +35,8 @@ with open("/proc/self/status") as _status:
 print(json.dumps({"peak_rss_mb": round(_peak / 1024)}))
 """
 
-PRELUDE = f"""
-import json, time, importlib.util
-spec = importlib.util.spec_from_file_location("formula_cases", {str(CASES_FILE)!r})
-cases = importlib.util.module_from_spec(spec); spec.loader.exec_module(cases)
+PRELUDE = """
+import json, time
 """
 
 GAIA = """
@@ -137,9 +135,6 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=20_000, help="rows of the big table")
     parser.add_argument("--pycel-python", help="a Python that can import pycel")
     args = parser.parse_args()
-    spec = importlib.util.spec_from_file_location("formula_cases", CASES_FILE)
-    cases = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cases)
     folder = Path(tempfile.mkdtemp(prefix="excel-engines-"))
     small = cases.build(folder / "cases.xlsx")
     big = folder / "big.xlsx"

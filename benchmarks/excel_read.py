@@ -1,6 +1,6 @@
 """Peak RSS and time of the excel server reading a preview of a ~200 MB xlsx.
 
-    uv run python benchmarks/excel_read.py [--mb 200] [--keep DIR]
+    uv run python -m benchmarks.excel_read [--mb 200] [--keep DIR]
 
 The workbook is generated with openpyxl's write_only mode (random numbers and short text, so it
 compresses like real data, not like zeros). Each measured call runs in a fresh child process,

@@ -5,7 +5,7 @@ Each round sends --raw bodies to every front (bare, keyed, two MCP sessions) and
 each registered tool (arguments from its schema, mutated), 8 at a time. Any broken property (a 5xx,
 an answer past the deadline, a malformed answer) stops the run with the falsifying example.
 
-    uv run python benchmarks/fuzz_gateway.py [--minutes 20] [--raw 500] [--per-tool 10]
+    uv run python -m benchmarks.fuzz_gateway [--minutes 20] [--raw 500] [--per-tool 10]
 """
 
 from __future__ import annotations
@@ -17,11 +17,9 @@ import time
 from pathlib import Path
 
 import psutil
+from gaia_env.registry import DEFAULT_REGISTRY
+from gaia_kit_testing import fuzz
 from hypothesis import HealthCheck, given, settings
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-import fuzz_gateway as fuzz  # noqa: E402
 
 
 def loose(examples: int) -> settings:
@@ -58,7 +56,7 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="gaia-fuzz-") as tmp:
         started = time.monotonic()
-        gateway = fuzz.start_fuzz_gateway(Path(tmp))
+        gateway = fuzz.start_fuzz_gateway(Path(tmp), DEFAULT_REGISTRY)
         print(f"gateway ready in {time.monotonic() - started:.0f} s", flush=True)
         try:
             fronts = fuzz.fronts(gateway)

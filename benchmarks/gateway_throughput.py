@@ -16,7 +16,7 @@ machine). `--nice 0` runs the servers at the gateway's priority instead of the r
 a machine crowded with other work a niced server gets almost no CPU, and the run then measures the
 scheduler, not the gateway.
 
-    uv run python benchmarks/gateway_throughput.py [--seconds 10] [--clients 1,32,256] [--hold-core] [--nice 0]
+    uv run python -m benchmarks.gateway_throughput [--seconds 10] [--clients 1,32,256] [--hold-core] [--nice 0]
 """
 
 from __future__ import annotations
@@ -37,7 +37,10 @@ from urllib.parse import urlsplit
 
 import httpx
 from gaia_contract import BUSY, RETRY_AFTER
-from loadgen import free_port, latency_summary, read_response, tree_rss_mib
+from gaia_env.registry import DEFAULT_REGISTRY
+from gaia_kit_testing.loopback import free_port
+
+from benchmarks.loadgen import latency_summary, read_response, start_gateway, tree_rss_mib
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = ROOT / "tests" / "fixtures" / "probe_server.py"
@@ -75,38 +78,15 @@ def start_direct(tmp: Path) -> tuple[subprocess.Popen, str]:
             time.sleep(0.05)
 
 
-def start_gateway(tmp: Path, registry: Path | None, servers: str | None = None, replicas: int | None = 1):
-    port = free_port()
-    args = [
-        sys.executable,
-        "-m",
-        "gaia_env",
-        "serve",
-        "--port",
-        str(port),
-        "--log-level",
-        "warning",
-        "--workspace-root",
-        str(tmp / f"gw-{port}"),
-        "--dataset-dir",
-        str(tmp / "data"),
-        *(["--replicas", str(replicas)] if replicas else []),
-    ]
-    if registry:
-        args += ["--config", str(registry)]
-    if servers:
-        args += ["--servers", servers]
+def serve(
+    tmp: Path, registry: Path | None, servers: str | None = None, replicas: int | None = 1
+) -> tuple[subprocess.Popen, str, float]:
+    """A gateway's process, its /mcp URL, and the seconds it took to get ready."""
+    args = [*(["--replicas", str(replicas)] if replicas else [])]
+    args += [*(["--config", str(registry)] if registry else []), *(["--servers", servers] if servers else [])]
     started = time.perf_counter()
-    proc = subprocess.Popen(args, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    while True:
-        try:
-            if httpx.get(base + "/ready", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.05)
-    return proc, base + "/mcp", time.perf_counter() - started
+    gateway = start_gateway(tmp, tmp / "data", *args)
+    return gateway.proc, gateway.url, time.perf_counter() - started
 
 
 async def load(
@@ -208,7 +188,7 @@ def shipped_registry(path: Path, nice: int | None) -> Path | None:
     """The shipped registry, with its servers' nice level replaced when `nice` is given."""
     if nice is None:
         return None
-    text = (ROOT / "proxy" / "servers.toml").read_text()
+    text = DEFAULT_REGISTRY.read_text()
     path.write_text(re.sub(r"(?m)^nice = \d+", f"nice = {nice}", text))
     return path
 
@@ -223,9 +203,9 @@ def scaling(
     try:
         direct, direct_url = start_direct(tmp)
         procs.append(direct)
-        gw1, gw1_url, _ = start_gateway(tmp, registry)
+        gw1, gw1_url, _ = serve(tmp, registry)
         procs.append(gw1)
-        auto, auto_url, _ = start_gateway(tmp, registry, replicas=None)
+        auto, auto_url, _ = serve(tmp, registry, replicas=None)
         procs.append(auto)
         for clients in levels:
             for label, url in (("direct", direct_url), ("gateway", gw1_url), ("gateway-auto", auto_url)):
@@ -242,7 +222,7 @@ def cpu_bound(tmp: Path, seconds: float, nice: int | None) -> dict[str, dict[str
     results: dict[str, dict[str, float]] = {}
     procs = []
     try:
-        shipped, shipped_url, _ = start_gateway(
+        shipped, shipped_url, _ = serve(
             tmp,
             shipped_registry(tmp / "servers.toml", nice),
             servers="documents-txt-server,documents-csv-server",
@@ -255,7 +235,7 @@ def cpu_bound(tmp: Path, seconds: float, nice: int | None) -> dict[str, dict[str
             results[f"{server} list_supported_formats"] = asyncio.run(
                 load(shipped_url, 32, seconds, tool, {})
             )
-        probe, probe_url, _ = start_gateway(tmp, registry)
+        probe, probe_url, _ = serve(tmp, registry)
         procs.append(probe)
         asyncio.run(load(probe_url, 32, WARM_UP_S))
         results["4-slot probe echo"] = asyncio.run(load(probe_url, 32, seconds))
@@ -268,9 +248,7 @@ def cpu_bound(tmp: Path, seconds: float, nice: int | None) -> dict[str, dict[str
 
 
 def cold_start(tmp: Path) -> tuple[float, float]:
-    gw, _, cold = start_gateway(
-        tmp, None, servers="filesystem-server,documents-txt-server,documents-csv-server"
-    )
+    gw, _, cold = serve(tmp, None, servers="filesystem-server,documents-txt-server,documents-csv-server")
     time.sleep(2)
     idle = tree_rss_mib(gw.pid)
     stop([gw])

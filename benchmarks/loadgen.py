@@ -1,5 +1,5 @@
-"""What the gateway benchmarks share: a bare-socket HTTP/1.1 client, starting `gaia-env serve`, and
-reading a process tree's CPU, memory and processes.
+"""What the gateway benchmarks share: a bare-socket HTTP/1.1 client, starting `gaia-env serve` (with
+gaia_kit_testing's launcher), and reading a process tree's CPU, memory and processes.
 
 The client is raw asyncio streams on purpose: an httpx client spends about 2 ms of CPU per request,
 which on a 2-core machine would make the load generator, not the gateway, the thing measured.
@@ -9,19 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import statistics
-import subprocess
-import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 import psutil
-from gaia_kit_testing.loopback import free_port
+from gaia_kit_testing.gateway import RunningGateway, launch
+
+READY_TIMEOUT_S = 300.0
 
 
 async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
@@ -85,58 +81,13 @@ class RawClient:
             self._streams = None
 
 
-@dataclass
-class Gateway:
-    proc: subprocess.Popen[bytes]
-    base: str
-    workspace_root: Path
-    log_path: Path
-
-    @property
-    def url(self) -> str:
-        return self.base + "/mcp"
-
-    def status(self) -> dict[str, Any]:
-        return httpx.get(self.base + "/ready", timeout=30).json()
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
 def start_gateway(
-    tmp: Path,
-    dataset: Path,
-    *args: str,
-    env: dict[str, str] | None = None,
-    log_level: str = "warning",
-    ready_timeout: float = 300,
-) -> Gateway:
-    port = free_port()
-    workspace_root = tmp / f"workspaces-{port}"
-    log_path = tmp / f"gateway-{port}.log"
-    argv = [sys.executable, "-m", "gaia_env", "serve", "--port", str(port), "--log-level", log_level]
-    argv += ["--workspace-root", str(workspace_root), "--dataset-dir", str(dataset), *args]
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
-    gateway = Gateway(proc, f"http://127.0.0.1:{port}", workspace_root, log_path)
-    deadline = time.monotonic() + ready_timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"gaia-env serve exited: {log_path.read_text()[-3000:]}")
-        try:
-            if httpx.get(gateway.base + "/ready", timeout=5).status_code == 200:
-                return gateway
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    gateway.stop()
-    raise RuntimeError(f"the gateway was not ready after {ready_timeout} s: {log_path.read_text()[-3000:]}")
+    tmp: Path, dataset: Path, *args: str, env: dict[str, str] | None = None, log_level: str = "warning"
+) -> RunningGateway:
+    """The benchmarks' gateway: quiet logs, and five minutes to get ready (a loaded machine)."""
+    return launch(
+        tmp, "--log-level", log_level, *args, env=env, dataset_dir=dataset, ready_timeout=READY_TIMEOUT_S
+    )
 
 
 def tree(pid: int) -> list[psutil.Process]:

@@ -1,7 +1,7 @@
 """Several gateways behind nginx (deploy/nginx/gaia-env.conf), as tests/test_multi_replica.py runs
 them: how evenly sessions spread, and what the load balancer costs a call.
 
-    uv run --no-sync python benchmarks/multi_replica_load.py [--replicas 3] [--sessions 300]
+    uv run --no-sync python -m benchmarks.multi_replica_load [--replicas 3] [--sessions 300]
         [--calls 6] [--concurrency 300] [--lb-calls 400] [--json results.json]
 
 Spread: `--sessions` sessions (each its own X-Session-Id), `--concurrency` at a time, each making
@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import json
 import statistics
-import sys
 import tempfile
 import time
 import uuid
@@ -29,12 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from gaia_contract import BUSY
-from loadgen import RawClient
+from gaia_kit_testing.replicas import Cluster
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from benchmarks.loadgen import RawClient
 
-from replicas_harness import Cluster  # noqa: E402
-
+NGINX_CONF = Path(__file__).resolve().parents[1] / "deploy" / "nginx" / "gaia-env.conf"
+"""The shipped load balancer configuration the cluster runs."""
 SERVERS = "terminal-controller"
 HEADERS = {"MCP-Servers": SERVERS}
 
@@ -150,7 +149,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="gaia-replicas-") as tmp:
         started = time.perf_counter()
-        with Cluster.start(Path(tmp), SERVERS, replicas=args.replicas) as cluster:
+        with Cluster.start(Path(tmp), NGINX_CONF, SERVERS, replicas=args.replicas) as cluster:
             print(
                 f"{args.replicas} replicas and nginx up in {time.perf_counter() - started:.0f} s", flush=True
             )

@@ -1,6 +1,6 @@
 """media-image-server: OCR pages per second on generated text pages, through the real server.
 
-    uv run --no-sync python benchmarks/ocr_throughput.py [--pages 12] [--concurrency 1 4]
+    uv run --no-sync python -m benchmarks.ocr_throughput [--pages 12] [--concurrency 1 4]
 
 Each page is a 1275 x 1650 image (US Letter at 150 dpi) with 30 lines of black text in Pillow's
 font, written here. The pages go through extract_text_ocr over the MCP protocol (in-process client),

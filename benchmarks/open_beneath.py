@@ -1,6 +1,6 @@
 """What opening a file beneath its root costs, against a plain open by name.
 
-    uv run python benchmarks/open_beneath.py [--opens 20000]
+    uv run python -m benchmarks.open_beneath [--opens 20000]
 
 Opens one file three directories deep, in one run, each way: `open()` by the full name (what the
 servers did before paths were resolved without a race), `open_beneath` with openat2, and

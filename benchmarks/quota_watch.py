@@ -5,7 +5,7 @@ Each writer runs in the real sandbox (bubblewrap) against a fresh workspace with
 cost is the CPU time this process (the server side: watching and counting) spends during a
 command that writes 200 MB under no quota versus under the quota's watch.
 
-    uv run python benchmarks/quota_watch.py
+    uv run python -m benchmarks.quota_watch
 """
 
 from __future__ import annotations

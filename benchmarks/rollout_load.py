@@ -1,6 +1,6 @@
 """A training-shaped load on `gaia-env serve` with every server: many rollouts at once, each its own session.
 
-    uv run --no-sync python benchmarks/rollout_load.py [--sessions 512] [--duration-s 300] [--runs 2]
+    uv run --no-sync python -m benchmarks.rollout_load [--sessions 512] [--duration-s 300] [--runs 2]
         [--think-s 2] [--navigate 0.10] [--ocr 0.05] [--call-timeout-s 120] [--json results.json]
 
 Each of `--sessions` lanes runs rollouts back to back. A rollout is a fresh `X-Session-Id` and the
@@ -35,9 +35,11 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from attachments import make_attachments
 from gaia_contract import BUSY
-from loadgen import Gateway, RawClient, start_gateway, tree, tree_rss_mib
+from gaia_kit_testing.gateway import RunningGateway
+
+from benchmarks.attachments import make_attachments
+from benchmarks.loadgen import RawClient, start_gateway, tree, tree_rss_mib
 
 DATASET_ALIAS = "/workspace/gaia_dataset"
 SAMPLE_EVERY_S = 5.0
@@ -177,7 +179,7 @@ async def lane(
             await client.close()
 
 
-def snapshot(gateway: Gateway) -> dict[str, Any]:
+def snapshot(gateway: RunningGateway) -> dict[str, Any]:
     """Memory and processes of the gateway's whole tree, by kind."""
     procs = tree(gateway.proc.pid)
     kinds: Counter[str] = Counter()
@@ -202,7 +204,7 @@ def snapshot(gateway: Gateway) -> dict[str, Any]:
     }
 
 
-async def sample(gateway: Gateway, tally: Tally, stop: asyncio.Event) -> None:
+async def sample(gateway: RunningGateway, tally: Tally, stop: asyncio.Event) -> None:
     while not stop.is_set():
         tally.samples.append(await asyncio.to_thread(snapshot, gateway))
         try:
@@ -211,7 +213,7 @@ async def sample(gateway: Gateway, tally: Tally, stop: asyncio.Event) -> None:
             pass
 
 
-async def run_load(args: argparse.Namespace, gateway: Gateway, page_url: str) -> Tally:
+async def run_load(args: argparse.Namespace, gateway: RunningGateway, page_url: str) -> Tally:
     tally = Tally()
     stop = asyncio.Event()
     sampler = asyncio.create_task(sample(gateway, tally, stop))
@@ -306,7 +308,7 @@ def print_report(number: int, report: dict[str, Any]) -> None:
         print(f"  {count:>5} x {error}")
 
 
-def left_behind(gateway: Gateway, baseline: dict[str, Any]) -> dict[str, Any]:
+def left_behind(gateway: RunningGateway, baseline: dict[str, Any]) -> dict[str, Any]:
     """What outlived the sessions: workspaces, and Chromium renderers or sandboxes beyond the idle count."""
     now = snapshot(gateway)
     root = gateway.workspace_root

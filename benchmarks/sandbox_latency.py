@@ -1,6 +1,6 @@
 """Sandbox latency: start to first output of `python -c "print(1)"`, and executions/s with 8 sessions.
 
-uv run python benchmarks/sandbox_latency.py [--runs 30] [--sessions 8] [--seconds 5]
+uv run python -m benchmarks.sandbox_latency [--runs 30] [--sessions 8] [--seconds 5]
 """
 
 import argparse

@@ -5,57 +5,39 @@ answering after --delay seconds, as a real instance does while it asks its engin
 query is a cache miss the first time (the delay is paid) and a hit from the kit's record/replay
 cache afterwards; both are measured in one run, so the ratio holds on a noisy machine.
 
-    uv run python benchmarks/search_latency.py [--queries 40] [--delay 0.5]
+    uv run python -m benchmarks.search_latency [--queries 40] [--delay 0.5]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import httpx
 from gaia_kit_testing.fake_search import FakePage, FakeSearch
-from gaia_kit_testing.loopback import free_port
+from gaia_kit_testing.gateway import RunningGateway, launch
 
 PAGES = [
     FakePage(f"Result {n} about towers", f"https://example.org/{n}", f"Tower fact {n}.") for n in range(30)
 ]
 
 
-def start_gateway(tmp: Path, searxng_url: str) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    env = {
-        k: v for k, v in os.environ.items() if k not in ("GOOGLE_API_KEY", "GOOGLE_CSE_ID", "SEARCH_BACKEND")
+def start_search_gateway(tmp: Path, searxng_url: str) -> RunningGateway:
+    env: dict[str, str | None] = {
+        # The keyless SearXNG backend, whatever keys this shell has.
+        **dict.fromkeys(("GOOGLE_API_KEY", "GOOGLE_CSE_ID", "SEARCH_BACKEND")),
+        "SEARXNG_URL": searxng_url,
+        "GAIA_HTTP_ALLOW": "127.0.0.1",
+        "GAIA_HTTP_CACHE_MODE": "read-write",
+        "GAIA_HTTP_CACHE_PATH": str(tmp / "http-cache.sqlite"),
     }
-    env.update(
-        {
-            "SEARXNG_URL": searxng_url,
-            "GAIA_HTTP_ALLOW": "127.0.0.1",
-            "GAIA_HTTP_CACHE_MODE": "read-write",
-            "GAIA_HTTP_CACHE_PATH": str(tmp / "http-cache.sqlite"),
-        }
+    return launch(
+        tmp, "--log-level", "warning", "--servers", "googlesearch-server", env=env, ready_timeout=120
     )
-    args = [sys.executable, "-m", "gaia_env", "serve", "--port", str(port), "--log-level", "warning",
-            "--servers", "googlesearch-server", "--workspace-root", str(tmp / "ws"), "--dataset-dir", str(tmp / "data")]  # fmt: skip
-    proc = subprocess.Popen(args, env=env, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(base + "/ready", timeout=1).status_code == 200:
-                return proc, base + "/mcp"
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    proc.terminate()
-    raise RuntimeError("the gateway did not become ready")
 
 
 def search(client: httpx.Client, url: str, query: str) -> float:
@@ -87,7 +69,8 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="gaia-search-bench-"))
     queries = [f"tower fact {n}" for n in range(args.queries)]
     with FakeSearch(PAGES, delay_s=args.delay) as fake:
-        proc, url = start_gateway(tmp, fake.searxng_url)
+        gateway = start_search_gateway(tmp, fake.searxng_url)
+        url = gateway.url
         try:
             with httpx.Client() as client:
                 search(client, url, "warm up the server")
@@ -96,8 +79,7 @@ def main() -> None:
                 cached = [search(client, url, q) for q in queries]
                 assert len(fake.requests) == upstream, "a cached query reached the upstream"
         finally:
-            proc.terminate()
-            proc.wait(30)
+            gateway.stop()
     first, again = summary(uncached), summary(cached)
     print(json.dumps({"upstream_delay_ms": args.delay * 1000, "queries": args.queries, "uncached": first,
                       "cached": again, "speedup_p50": round(first["p50_ms"] / again["p50_ms"], 1)}, indent=2))  # fmt: skip

@@ -5,7 +5,7 @@ confinement) are started the way the gateway starts them (ServerProcess), confin
 (GAIA_SERVER_CONFINE=1, the default) and plain (=0). Every start and every call is taken in turn in
 both modes, so both meet the same moment's load; each ratio is confined / plain (medians), one run.
 
-uv run python benchmarks/server_confinement.py [--starts 10] [--calls 300] [--commands 30]
+uv run python -m benchmarks.server_confinement [--starts 10] [--calls 300] [--commands 30]
 """
 
 from __future__ import annotations

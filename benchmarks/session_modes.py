@@ -5,7 +5,7 @@ progress notifications during a call; any other client gets a JSON session. This
 stream costs, all in one run against one gateway with the probe server, so the ratios hold on a
 noisy machine.
 
-    uv run python benchmarks/session_modes.py [--calls 2000] [--clients 16]
+    uv run python -m benchmarks.session_modes [--calls 2000] [--clients 16]
 """
 
 from __future__ import annotations
@@ -13,17 +13,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import httpx
 
+from benchmarks.loadgen import latency_summary, start_gateway
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from gateway_throughput import start_gateway  # noqa: E402
-from loadgen import latency_summary  # noqa: E402
 
 JSON_ONLY = "application/json"
 STREAMING = "application/json, text/event-stream"
@@ -90,7 +88,8 @@ def main() -> None:
         f'[servers.probe]\ncommand = ["{{python}}", "{ROOT / "tests" / "fixtures" / "probe_server.py"}"]\n'
         "max_in_flight = 64\n"
     )
-    proc, url, _ = start_gateway(tmp, registry)
+    gateway = start_gateway(tmp, tmp / "data", "--replicas", "1", "--config", str(registry))
+    url = gateway.url
     results = {}
     try:
         modes = {"bare JSON POST": None, "JSON session": JSON_ONLY, "streaming (SSE) session": STREAMING}
@@ -100,8 +99,7 @@ def main() -> None:
             for label, accept in modes.items():
                 results.setdefault(label, []).append(asyncio.run(load(url, accept, args.clients, args.calls)))
     finally:
-        proc.terminate()
-        proc.wait(30)
+        gateway.stop()
         subprocess.run(["rm", "-rf", str(tmp)], check=False)
     base = max(r["calls_per_s"] for r in results["JSON session"])
     print(f"{'mode':26} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'vs JSON session':>16}")

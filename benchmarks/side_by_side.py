@@ -1,13 +1,13 @@
 """gaia-env next to the projects its servers replace, on the same inputs, over MCP stdio.
 
     scripts/reference-tools.sh        # once: installs the references into .tools/reference
-    uv run python benchmarks/side_by_side.py [--only formulas,files,browsing] [--rows 20000]
+    uv run python -m benchmarks.side_by_side [--only formulas,files,browsing] [--rows 20000]
 
 This script installs nothing. It runs each reference it finds in .tools/reference (or where
 --reference-dir says) and skips, saying so, the ones it does not find:
 
 - formulas: excel-mcp-server (PyPI) `read_range` against gaia-env excel `read_data_from_excel`,
-  on the twenty common formulas of servers/excel/tests/formula_cases.py saved by openpyxl without
+  on the twenty common formulas of gaia_kit_testing.formula_cases saved by openpyxl without
   cached values (as scripts write them, and with the _xlfn. prefixes Excel writes), and on the
   total of a --rows table whose every row is a formula;
 - files: @modelcontextprotocol/server-filesystem (npm) against filesystem-server: the same bytes
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import importlib.util
 import json
 import os
 import re
@@ -41,6 +40,7 @@ from typing import Any
 
 import anyio
 from gaia_contract import SESSION_ID_KEY, WORKSPACE_KEY
+from gaia_kit_testing import formula_cases
 from gaia_kit_testing.loopback import free_port
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -108,14 +108,6 @@ async def gaia(module: str, workspace: Path) -> AsyncIterator[Side]:
         yield Side(client, {SESSION_ID_KEY: "side-by-side", WORKSPACE_KEY: str(workspace)})
 
 
-def load_cases() -> Any:
-    path = ROOT / "servers" / "excel" / "tests" / "formula_cases.py"
-    spec = importlib.util.spec_from_file_location("formula_cases", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 # ----------------------------------------------------------------------------- formulas
 
 
@@ -123,17 +115,16 @@ async def formulas(reference_dir: Path, folder: Path, rows: int) -> list[Row]:
     command = reference_dir / "excel-mcp" / "bin" / "excel-mcp-server"
     if not command.exists():
         return [Row("formulas", "excel-mcp-server", "-", f"skipped: {command} missing", True)]
-    cases = load_cases()
     workspace = folder / "excel"
     workspace.mkdir()
     (folder / "dataset").mkdir(exist_ok=True)
     books = {
-        "as scripts write them": cases.build(workspace / "plain.xlsx"),
-        "with Excel's _xlfn. prefixes": cases.build(workspace / "prefixed.xlsx", prefixed=True),
+        "as scripts write them": formula_cases.build(workspace / "plain.xlsx"),
+        "with Excel's _xlfn. prefixes": formula_cases.build(workspace / "prefixed.xlsx", prefixed=True),
     }
     total = big_table(workspace / "big.xlsx", rows)
     out = []
-    last = f"B{len(cases.CASES)}"
+    last = f"B{len(formula_cases.CASES)}"
     async with gaia("excel_server", workspace) as ours:
         async with stdio(str(command), ["stdio", "--allow-dir", str(workspace)], workspace) as client:
             theirs = Side(client)
@@ -153,21 +144,24 @@ async def formulas(reference_dir: Path, folder: Path, rows: int) -> list[Row]:
                 )
                 got = [row[0] if row else None for row in json.loads(mine.text)["rows"]]
                 ref = [row[0] if row else None for row in json.loads(other.text)["values"]]
-                a, b = _computed(cases, got), _computed(cases, ref)
+                a, b = _computed(got), _computed(ref)
                 out.append(Row("formulas", f"20 common formulas, no cached values, {label}",
                                f"{a}/20 ({mine.seconds * 1000:.0f} ms)", f"{b}/20 ({other.seconds * 1000:.0f} ms)", a >= b))  # fmt: skip
             mine = await ours.call("read_data_from_excel", {"filepath": "big.xlsx", "sheet_name": "Data", "start_cell": "E2", "end_cell": "E2", "layout": "rows"}, 600)  # fmt: skip
             other = await theirs.call("read_range", {"path": str(workspace / "big.xlsx"), "sheet": "Data", "range": "E2"}, 600)  # fmt: skip
-            a = not mine.is_error and cases.matches(json.loads(mine.text)["rows"][0][0], total)
-            b = not other.is_error and cases.matches(json.loads(other.text)["values"][0][0], total)
+            a = not mine.is_error and formula_cases.matches(json.loads(mine.text)["rows"][0][0], total)
+            b = not other.is_error and formula_cases.matches(json.loads(other.text)["values"][0][0], total)
             out.append(Row("formulas", f"SUMIFS over {rows:,} rows of =B*C (every row a formula)",
                            f"{'right' if a else 'wrong'} ({mine.seconds:.1f} s)", f"{'right' if b else 'wrong'} ({other.seconds:.1f} s)",
                            a >= b))  # fmt: skip
     return out
 
 
-def _computed(cases: Any, values: list[Any]) -> int:
-    return sum(cases.matches(v, expected) for v, (_, _, expected) in zip(values, cases.CASES, strict=False))
+def _computed(values: list[Any]) -> int:
+    return sum(
+        formula_cases.matches(v, expected)
+        for v, (_, _, expected) in zip(values, formula_cases.CASES, strict=False)
+    )
 
 
 def big_table(path: Path, rows: int) -> float:

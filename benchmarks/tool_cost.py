@@ -1,6 +1,6 @@
 """CPU milliseconds per call for every tool, measured through the gateway, and the calls per core it implies.
 
-    uv run --no-sync python benchmarks/tool_cost.py [--reps 5] [--only server-id,...] [--json costs.json]
+    uv run --no-sync python -m benchmarks.tool_cost [--reps 5] [--only server-id,...] [--json costs.json]
 
 `gaia-env serve` runs every server, one replica each, with every external service replaced by the
 loopback fakes the tests use (web pages, Google CSE and SearXNG, MediaWiki, arXiv, Wayback, an
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import json
 import logging
 import math
@@ -36,8 +35,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from attachments import make_attachments
-from loadgen import Gateway, cpu_seconds, start_gateway, tree
+from gaia_kit_testing.gateway import RunningGateway
+
+from benchmarks.attachments import make_attachments
+from benchmarks.loadgen import cpu_seconds, start_gateway, tree
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = "/workspace/gaia_dataset"
@@ -76,16 +77,6 @@ class Case:
 
 
 # -- fixtures -------------------------------------------------------------------------------------
-
-
-def load_fake(server: str, name: str) -> Any:
-    """A fake API from a server's tests (tests/conftest.py), where it lives beside the tests that use it."""
-    path = ROOT / "servers" / server / "tests" / "conftest.py"
-    spec = importlib.util.spec_from_file_location(f"fake_{server.replace('-', '_')}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return getattr(module, name)
 
 
 def model_reply(body: dict[str, Any]) -> str:
@@ -414,7 +405,7 @@ class TreeCpu:
 class Meter:
     """Calls one tool through the gateway and charges the CPU of its server's tree and the gateway's."""
 
-    def __init__(self, gateway: Gateway, session: str):
+    def __init__(self, gateway: RunningGateway, session: str):
         self.gateway = gateway
         self.http = httpx.Client(headers={"X-Session-Id": session, "Accept": "application/json"}, timeout=600)
         status = gateway.status()["servers"]
@@ -489,9 +480,13 @@ def report(meter: Meter) -> list[dict[str, Any]]:
 @contextlib.contextmanager
 def serving(tmp: Path, only: set[str] = frozenset()) -> Iterator[tuple[Meter, Context]]:
     """`gaia-env serve` with every server (or `only` these) and the fakes; a meter on one session."""
+    from gaia_kit_testing.fake_arxiv import FakeArxiv
     from gaia_kit_testing.fake_openai import FakeOpenAI
     from gaia_kit_testing.fake_search import FakePage, FakeSearch
+    from gaia_kit_testing.fake_site import app
+    from gaia_kit_testing.fake_wayback import FakeWayback
     from gaia_kit_testing.fake_web import FakeWeb
+    from gaia_kit_testing.fake_wiki import FakeWiki
     from gaia_kit_testing.loopback import LoopbackServer
 
     book = make_attachments(tmp / "dataset") / "sales.xlsx"
@@ -501,10 +496,10 @@ def serving(tmp: Path, only: set[str] = frozenset()) -> Iterator[tuple[Meter, Co
         search := FakeSearch(
             [FakePage("Moon landing facts", "http://127.0.0.1/article.html", "Apollo 11 landed on the Moon.")]
         ),
-        wiki := load_fake("wiki-server", "FakeWiki")(),
-        arxiv := load_fake("parxiv-server", "FakeArxiv")(),
-        wayback := load_fake("wayback-server", "FakeWayback")(),
-        site := LoopbackServer(load_fake("ms-playwright", "app")()),
+        wiki := FakeWiki(),
+        arxiv := FakeArxiv(),
+        wayback := FakeWayback(),
+        site := LoopbackServer(app()),
     ]
     logging.getLogger().setLevel(logging.WARNING)  # the servers imported with the fakes log each request
     for fake in fakes:

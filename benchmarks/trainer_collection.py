@@ -6,8 +6,8 @@ OpenAI-compatible fake in its own process that takes 200 ms per turn; the tools 
 gateway (`gaia-env serve`, filesystem and csv servers, the demo data) unless --fake-mcp
 selects an in-process MCP server with the same tool names.
 
-    uv run python benchmarks/trainer_collection.py            # real gateway
-    uv run python benchmarks/trainer_collection.py --fake-mcp # no gateway needed
+    uv run python -m benchmarks.trainer_collection            # real gateway
+    uv run python -m benchmarks.trainer_collection --fake-mcp # no gateway needed
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from typing import Any
 import anyio
 import httpx
 from gaia_kit_testing.fake_openai import chat_completions_app, tool_call
+from gaia_kit_testing.gateway import RunningGateway
 from gaia_kit_testing.loopback import LoopbackServer, free_port
 from gaia_train.data import gaia as ds
 from gaia_train.demo.snapshot import write_demo_snapshot
@@ -34,7 +35,8 @@ from gaia_train.episode.loop import EpisodeLimits
 from gaia_train.episode.session import McpSettings
 from gaia_train.eval.evaluate import TRAJECTORIES, run_episodes, summarize
 from gaia_train.eval.openai_policy import EndpointSettings
-from loadgen import Gateway, start_gateway
+
+from benchmarks.loadgen import start_gateway
 
 SERVERS = "filesystem-server,documents-csv-server"
 CSV_KEY = "csv-revenue"
@@ -175,18 +177,21 @@ def main() -> int:
         row["extra_info"]["task_id"] = f"bench-{i:03d}"
 
     processes: list[subprocess.Popen] = []
-    gateways: list[Gateway] = []
+    gateways: list[RunningGateway] = []
     model_port = free_port()
     processes.append(
         subprocess.Popen(
             [
                 sys.executable,
-                __file__,
+                "-m",
+                __spec__.name,
                 "--serve-model",
                 str(model_port),
                 "--model-delay",
                 str(args.model_delay),
             ],
+            # The checkout's root, where `benchmarks` is importable.
+            cwd=Path(__file__).resolve().parents[1],
             start_new_session=True,
         )
     )

@@ -16,10 +16,10 @@ Prints the rewards per step and writes the curves (PNG) and the numbers (JSON). 
 demo team instead (gaia_train/config/teams/demo_team.toml: the researcher delegates to the coder, who
 computes in the terminal sandbox), on the memorized-answer csv task.
 
-    uv run --no-sync python benchmarks/trainer_grpo_cpu.py    # 60 steps, groups of 8, AdamW 1e-3
-    uv run --no-sync python benchmarks/trainer_grpo_cpu.py --plot docs/trainer_grpo_cpu.png \
+    uv run --no-sync python -m benchmarks.trainer_grpo_cpu    # 60 steps, groups of 8, AdamW 1e-3
+    uv run --no-sync python -m benchmarks.trainer_grpo_cpu --plot docs/trainer_grpo_cpu.png \
         --json docs/trainer_grpo_cpu.json
-    uv run --no-sync python benchmarks/trainer_grpo_cpu.py --team   # the demo team: 60 steps, AdamW 5e-4
+    uv run --no-sync python -m benchmarks.trainer_grpo_cpu --team   # the demo team: 60 steps, AdamW 5e-4
 
 Needs the trainer's extras: scripts/trainer-extra.sh and scripts/trl-extra.sh (make test runs both).
 """
@@ -44,8 +44,9 @@ from gaia_train.demo.tiny_model import TinyModelConfig, build_model, build_token
 from gaia_train.episode.session import McpSettings
 from gaia_train.teams.team import load_team
 from gaia_train.trl_adapter.rollout import GaiaRollout, grpo_config, grpo_dataset, grpo_trainer, row_plays
-from loadgen import start_gateway
 from transformers import TrainerCallback
+
+from benchmarks.loadgen import start_gateway
 
 
 class PrintRewards(TrainerCallback):

@@ -9,8 +9,8 @@ how many of them read a tool's response (verl's rollout dump); the gateway's too
 main_ppo (after the warm start's); and validation's gaia metrics per data_source. `--json` writes the
 numbers and every metric verl logged.
 
-    uv run --no-sync python benchmarks/verl_cpu.py              # 3 steps
-    uv run --no-sync python benchmarks/verl_cpu.py --steps 6 --json /tmp/verl_cpu.json
+    uv run --no-sync python -m benchmarks.verl_cpu              # 3 steps
+    uv run --no-sync python -m benchmarks.verl_cpu --steps 6 --json /tmp/verl_cpu.json
 
 Needs the trainer's extras: scripts/trainer-extra.sh and scripts/trl-extra.sh (make test runs both).
 """
@@ -29,7 +29,8 @@ from pathlib import Path
 import httpx
 from gaia_train.demo import verl_cpu, warm_start
 from gaia_train.demo.snapshot import write_demo_snapshot
-from loadgen import start_gateway
+
+from benchmarks.loadgen import start_gateway
 
 RUN_SH = Path(__file__).resolve().parents[1] / "trainer" / "scripts" / "run.sh"
 PHASES = ("gen", "reward", "old_log_prob", "adv", "update_actor", "update_weights")

@@ -1,6 +1,6 @@
 """media-video-server: keyframe extraction time for a 5-minute 720p test video, through the real server.
 
-    uv run --no-sync python benchmarks/video_keyframes.py [--minutes 5] [--cut-every 10] [--runs 2]
+    uv run --no-sync python -m benchmarks.video_keyframes [--minutes 5] [--cut-every 10] [--runs 2]
 
 The video is made here with ffmpeg's test sources (testsrc2, smptehdbars, rgbtestsrc, yuvtestsrc in
 turn, a hard cut every --cut-every seconds), 1280x720 at 25 fps, H.264. extract_keyframes then covers

@@ -1,6 +1,6 @@
 """readweb-server: read_url latency on a loopback page, first read vs cached reads and the next part.
 
-    uv run --no-sync python benchmarks/web_read.py [--repeats 20]
+    uv run --no-sync python -m benchmarks.web_read [--repeats 20]
 
 The page is gaia_kit_testing.fake_web's /long.html (about 100,000 characters of article text) and its
 /article.html (a short article). Each read goes through the real tool over MCP, in one process, with

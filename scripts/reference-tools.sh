@@ -20,4 +20,4 @@ if ! cmp -s .tools/reference/node/.installed scripts/reference-tools.json 2>/dev
   cp scripts/reference-tools.json .tools/reference/node/.installed
 fi
 command -v chromium >/dev/null 2>&1 || echo "note: chromium is missing (apt-get install chromium); the browsing rows need it" >&2
-echo "reference tools in .tools/reference: run  uv run python benchmarks/side_by_side.py"
+echo "reference tools in .tools/reference: run  uv run python -m benchmarks.side_by_side"

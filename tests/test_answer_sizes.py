@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 from gaia_env import answer_sizes
 from gaia_kit import get_settings
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks import answer_sizes as answer_sizes_bench
 
 
 @pytest.fixture
@@ -18,13 +14,7 @@ def bench(monkeypatch):
     # measure() points the kit at its own workspace and dataset; keep that to this test.
     monkeypatch.setenv("GAIA_WORKSPACE_ROOT", "")
     monkeypatch.setenv("GAIA_DATASET_DIR", "")
-    spec = importlib.util.spec_from_file_location(
-        "answer_sizes_bench", ROOT / "benchmarks" / "answer_sizes.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, module)  # its dataclasses look themselves up there
-    spec.loader.exec_module(module)
-    yield module
+    yield answer_sizes_bench
     get_settings.cache_clear()
 
 
@@ -37,7 +27,7 @@ def test_committed_answer_sizes_are_current(bench):
         if new != old
     ]
     assert len(measured) == len(committed) and not changed, (
-        f"answer sizes changed ({changed}): run `uv run python benchmarks/answer_sizes.py` and `make docs`"
+        f"answer sizes changed ({changed}): run `uv run python -m benchmarks.answer_sizes` and `make docs`"
     )
 
 

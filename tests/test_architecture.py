@@ -359,3 +359,69 @@ def test_the_architecture_page_lists_every_gateway_module_in_a_room():
     assert sorted(listed) == sorted(actual), (
         f"unlisted: {sorted(actual - set(listed))}, gone: {sorted(set(listed) - actual)}"
     )
+
+
+# ---- one home for harnesses, one server list ----
+
+LOADS_BY_PATH = re.compile(r"spec_from_file_location|run_path\(|SourceFileLoader|sys\.path\.(insert|append)")
+# The only file loaded by path: the user's reward file, named in their VeRL config, checked as VeRL loads it.
+LOADS_THE_USERS_FILE = {ROOT / "trainer" / "src" / "gaia_train" / "verl_adapter" / "config_check.py"}
+
+
+def project_sources() -> list[Path]:
+    folders = [
+        ROOT / "benchmarks",
+        ROOT / "tests",
+        ROOT / "proxy",
+        ROOT / "trainer",
+        ROOT / "contract",
+        SERVERS,
+    ]
+    return [
+        path
+        for folder in folders
+        for path in folder.rglob("*.py")
+        if not {".venv", "node_modules", "clients"} & set(path.relative_to(ROOT).parts)
+    ]
+
+
+def test_no_file_loads_another_folders_file_by_path():
+    loaders = {
+        path
+        for path in project_sources()
+        if path != Path(__file__) and LOADS_BY_PATH.search(path.read_text())
+    }
+    assert loaders <= LOADS_THE_USERS_FILE, (
+        f"{sorted(str(p.relative_to(ROOT)) for p in loaders - LOADS_THE_USERS_FILE)} "
+        "load a file by path: import it (benchmarks is a package, harnesses live in gaia_kit_testing)"
+    )
+
+
+def test_the_root_pyproject_lists_the_servers_of_the_registry():
+    """servers.toml (gaia_env's package data) is the server list; the folders and the workspace follow it."""
+    from gaia_env.registry import load_registry
+
+    registry = set(load_registry())
+    assert {folder.name for folder in server_folders()} == registry
+    own_environment = {lock.parent.name for lock in SERVERS.glob("*/uv.lock")}
+    folder_of = {normalized(project(folder)["name"]): folder.name for folder in server_folders()}
+    root = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    depended = {
+        folder_of[name] for name, _ in map(requirement, root["project"]["dependencies"]) if name in folder_of
+    }
+    sourced = {
+        folder_of[normalized(name)] for name in root["tool"]["uv"]["sources"] if normalized(name) in folder_of
+    }
+    assert depended == registry - own_environment, (
+        "the root pyproject.toml's dependencies differ from servers.toml"
+    )
+    assert sourced == registry - own_environment, (
+        "the root pyproject.toml's [tool.uv.sources] differ from servers.toml"
+    )
+
+
+def test_the_gateway_finds_its_registry_as_package_data():
+    from gaia_env.registry import DEFAULT_REGISTRY
+
+    assert DEFAULT_REGISTRY.is_file()
+    assert DEFAULT_REGISTRY.parent == ROOT / "proxy" / "src" / "gaia_env"

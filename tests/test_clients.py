@@ -33,7 +33,7 @@ SERVER = "filesystem-server"
 # Clients that check arguments against the schema themselves: the model reads their own message
 # (it names the argument) and the call never reaches the gateway.
 VALIDATE_THEMSELVES = {"mcp-use"}
-# The one tool whose reference schema (tests/reference/aworld_tool_schemas.json) rules strictness
+# The one tool whose reference schema (gaia_kit_testing/reference/aworld_tool_schemas.json) rules strictness
 # out: `protection` and `conditional_format` are open objects (additionalProperties: true).
 NOT_STRICT_BY_REFERENCE = ["format_range"]
 

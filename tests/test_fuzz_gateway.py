@@ -1,4 +1,4 @@
-"""The gateway under a property-based fuzzer (tests/fuzz_gateway.py), bounded for `make test`.
+"""The gateway under a property-based fuzzer (gaia_kit_testing.fuzz), bounded for `make test`.
 
 Every answer, on both fronts (bare POSTs and MCP sessions): never a 5xx, never later than the call's
 deadline, always one well-formed JSON-RPC error or result; every registered tool gets arguments
@@ -13,11 +13,12 @@ import os
 import time
 from collections.abc import Iterator
 
-import fuzz_gateway as fuzz
 import httpx
 import psutil
 import pytest
-from gateway_harness import RunningGateway
+from gaia_env.registry import DEFAULT_REGISTRY
+from gaia_kit_testing import fuzz
+from gaia_kit_testing.gateway import RunningGateway
 from hypothesis import HealthCheck, example, given, settings
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -40,7 +41,7 @@ def fuzz_settings(examples: int) -> settings:
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningGateway]:
-    running = fuzz.start_fuzz_gateway(tmp_path_factory.mktemp("fuzz"))
+    running = fuzz.start_fuzz_gateway(tmp_path_factory.mktemp("fuzz"), DEFAULT_REGISTRY)
     yield running
     running.stop()
 

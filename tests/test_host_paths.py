@@ -10,7 +10,6 @@ relative to the workspace and dataset files under the dataset's alias (issues 22
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
@@ -21,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from benchmarks import tool_cost
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -34,32 +35,19 @@ OUTSIDE = ("/etc/hostname", "../../outside.txt", "link-out/hostname", "link-file
 MISSING = "missing/nothing.csv"
 
 
-def load_tool_cost() -> Any:
-    spec = importlib.util.spec_from_file_location("tool_cost_bench", ROOT / "benchmarks" / "tool_cost.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look themselves up there
-    sys.path.append(str(ROOT / "benchmarks"))  # for its neighbours (attachments, loadgen) only
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-    return module
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    bench = load_tool_cost()
     tmp = tmp_path_factory.mktemp("hostpaths")
-    with bench.serving(tmp) as (meter, ctx):
+    with tool_cost.serving(tmp) as (meter, ctx):
         (ctx.workspace / "link-out").symlink_to("/etc")
         (ctx.workspace / "link-file").symlink_to("/etc/hostname")
-        for case in bench.CASES:
+        for case in tool_cost.CASES:
             started = time.monotonic()
             meter.call(case.server, case.tool, case.args(ctx, 0))
             print(f"{time.monotonic() - started:6.1f} s  {case.tool}", file=sys.stderr, flush=True)
-        bench.run_playwright(meter, ctx, 1)
+        tool_cost.run_playwright(meter, ctx, 1)
         refusals = []
-        for case in bench.CASES:
+        for case in tool_cost.CASES:
             for bad in (*OUTSIDE, MISSING):
                 arguments = with_path(case.args(ctx, 1), bad)
                 if arguments is not None:

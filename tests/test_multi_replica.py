@@ -24,12 +24,14 @@ import httpx
 import psutil
 import pytest
 from gaia_contract import BUSY, GONE_ELSEWHERE, GONE_RESTARTED, GONE_UNREACHABLE, SESSION_GONE
-from replicas_harness import Cluster, fail_timeout_s
+from gaia_kit_testing.replicas import Cluster, fail_timeout_s
 
 # The module's cluster starts once (about a minute on 2 quiet cores); the timeout leaves room for a
 # loaded machine, where the kill test's restart alone can take minutes.
 pytestmark = [pytest.mark.slow, pytest.mark.anyio, pytest.mark.timeout(900)]
 
+NGINX_CONF = Path(__file__).resolve().parents[1] / "deploy" / "nginx" / "gaia-env.conf"
+"""The shipped load balancer configuration the cluster runs."""
 SERVERS = "terminal-controller,readweb-server"
 TERMINAL = {
     "MCP_SERVERS": "terminal-controller"
@@ -67,7 +69,7 @@ def page() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     env = {"GAIA_HTTP_ALLOW": "127.0.0.1", "READWEB_BACKEND": "", "JINA_API_KEY": "", "TAVILY_API_KEY": ""}
-    with Cluster.start(tmp_path_factory.mktemp("replicas"), SERVERS, env=env) as started:
+    with Cluster.start(tmp_path_factory.mktemp("replicas"), NGINX_CONF, SERVERS, env=env) as started:
         yield started
 
 
@@ -322,7 +324,7 @@ async def test_a_killed_replica_costs_only_its_own_sessions(cluster: Cluster) ->
         assert reborn != victim_id
         # nginx tries a replica again fail_timeout after its last failed connection; a session begun
         # before that would start on a neighbour and move back (docs/scaling.md).
-        await asyncio.sleep(fail_timeout_s() + 1)
+        await asyncio.sleep(fail_timeout_s(NGINX_CONF) + 1)
         newcomer = await _a_session_on(shared, cluster.lb, reborn)
         assert newcomer.replicas() == {reborn}
         # A session of the dead run that reaches the new one is told the replica restarted.

@@ -25,7 +25,7 @@ def render(rows: list[dict[str, Any]]) -> list[str]:
         "",
         "Characters of each answer (what an episode pays in tokens, about 4 characters a token), on the",
         "demo tasks (`gaia-train demo-data`) and on realistic local inputs. Measured by",
-        "`uv run python benchmarks/answer_sizes.py`; a test measures again and compares. Tools whose",
+        "`uv run python -m benchmarks.answer_sizes`; a test measures again and compares. Tools whose",
         "answers depend on the web, a search engine or an LLM are not listed: their size is what the",
         "page, the engine or the model returns, capped by `GAIA_MAX_OUTPUT_CHARS` and paged.",
         "",

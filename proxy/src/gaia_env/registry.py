@@ -1,13 +1,15 @@
-"""The server registry: proxy/servers.toml, one entry per server id."""
+"""The server registry: servers.toml, one entry per server id, shipped inside this package."""
 
 from __future__ import annotations
 
 import sys
 import tomllib
 from dataclasses import dataclass, field, replace
+from importlib import resources
 from pathlib import Path
 
-DEFAULT_REGISTRY = Path(__file__).resolve().parents[2] / "servers.toml"
+DEFAULT_REGISTRY = Path(str(resources.files(__package__) / "servers.toml"))
+"""The shipped registry, package data: found wherever gaia_env is installed, not only in a checkout."""
 REPO_ROOT = Path(__file__).resolve().parents[3]
 """The checkout the gateway runs from: `{root}` in a command (servers with their own environment)."""
 

@@ -1,23 +1,20 @@
 """mcp_transcribe_audio: media-audio-server's transcription behind audio-server's interface."""
 
 import functools
-import json
 import re
 import subprocess
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 from audio_server.server import server
 from gaia_kit_testing import failed, ok
+from gaia_kit_testing.compat import REFERENCE
 from test_compat_schemas import compatibility_problems
 
 pytestmark = pytest.mark.anyio
 
-REFERENCE = json.loads(
-    (Path(__file__).parents[3] / "tests" / "reference" / "aworld_tool_schemas.json").read_text()
-)
+
 SENTENCE = "The museum opens on Monday morning"
 
 

@@ -1,11 +1,6 @@
 """An MCP session; the loopback web is gaia_kit_testing.fixtures' fake_web fixture."""
 
-import pytest
 from download_server.server import server
-from gaia_kit_testing import session_call
+from gaia_kit_testing.server_call import call_fixture
 
-
-@pytest.fixture
-async def call(kit_env):
-    async with session_call(server, kit_env.workspace) as invoke:
-        yield invoke
+call = call_fixture(server)

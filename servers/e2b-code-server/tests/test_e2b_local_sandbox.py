@@ -5,7 +5,7 @@ from e2b_code_server import server as module
 from e2b_code_server.backends import LocalBackend
 from gaia_kit.core.server import SessionEndedParams
 from gaia_kit_testing import failed, ok
-from test_compat_schemas import REFERENCE, compatibility_problems
+from gaia_kit_testing.compat import REFERENCE, compatibility_problems
 
 pytestmark = pytest.mark.anyio
 

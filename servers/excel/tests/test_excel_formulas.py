@@ -7,9 +7,8 @@ from excel_server.compute import compute, evaluator
 from excel_server.parsing import REFUSED
 from excel_server.vetting import check
 from gaia_kit import ToolFailure
+from gaia_kit_testing import formula_cases
 from openpyxl import Workbook, load_workbook
-
-from . import formula_cases
 
 
 @pytest.fixture

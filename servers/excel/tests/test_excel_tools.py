@@ -6,6 +6,7 @@ import secrets
 import pytest
 from excel_server.server import server
 from gaia_kit_testing import failed, ok
+from gaia_kit_testing.compat import REFERENCE, compatibility_problems
 from openpyxl import Workbook, load_workbook
 from openpyxl.worksheet.datavalidation import DataValidation
 
@@ -34,19 +35,10 @@ def cell_values(result_text):
 
 
 async def test_all_reference_tools_are_listed_with_compatible_schemas():
-    import importlib.util
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[3]
-    spec = importlib.util.spec_from_file_location("excel_compat", root / "tests" / "test_compat_schemas.py")
-    compat = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(compat)
     ours = {tool.name: tool.input_schema for tool in await server.list_tools()}
-    reference = compat.REFERENCE["excel"]
+    reference = REFERENCE["excel"]
     assert len(reference) == 25 and {t["name"] for t in reference} <= set(ours)
-    problems = {
-        t["name"]: compat.compatibility_problems(t["inputSchema"], ours[t["name"]]) for t in reference
-    }
+    problems = {t["name"]: compatibility_problems(t["inputSchema"], ours[t["name"]]) for t in reference}
     assert not any(problems.values()), problems
 
 
@@ -501,7 +493,7 @@ async def test_xls_inputs_are_read_through_libreoffice(call, env, tmp_path):
 
 
 async def test_rows_layout_carries_the_same_values_in_a_fraction_of_the_characters(call, env):
-    from . import formula_cases
+    from gaia_kit_testing import formula_cases
 
     formula_cases.build(env.workspace / "cases.xlsx")
     arguments = {"filepath": "cases.xlsx", "sheet_name": "Sales"}

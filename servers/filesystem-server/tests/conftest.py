@@ -1,6 +1,6 @@
 import pytest
 from filesystem_server.server import server
-from gaia_kit_testing import session_call
+from gaia_kit_testing.server_call import call_fixture
 
 
 @pytest.fixture
@@ -8,8 +8,4 @@ def env(kit_env):
     return kit_env
 
 
-@pytest.fixture
-async def call(kit_env):
-    """call(tool, **arguments) -> CallToolResult, through the MCP protocol, in session s1."""
-    async with session_call(server, kit_env.workspace) as invoke:
-        yield invoke
+call = call_fixture(server)

@@ -1,9 +1,9 @@
 """Loopback search APIs (gaia_kit_testing.fake_search), a loopback web (gaia_kit_testing.fake_web), an MCP session."""
 
 import pytest
-from gaia_kit_testing import session_call
 from gaia_kit_testing.fake_search import FakePage, FakeSearch
 from gaia_kit_testing.fake_web import FakeWeb
+from gaia_kit_testing.server_call import call_fixture
 from google_search.server import server
 
 VARIABLES = ("SEARCH_BACKEND", "GOOGLE_API_KEY", "GOOGLE_CSE_ID", "SEARXNG_URL", "GAIA_CORPUS_PATH",
@@ -25,7 +25,4 @@ def web(kit_env, fresh_http, monkeypatch):
             yield fake_web
 
 
-@pytest.fixture
-async def call(kit_env):
-    async with session_call(server, kit_env.workspace) as invoke:
-        yield invoke
+call = call_fixture(server)

@@ -1,8 +1,8 @@
 """Loopback Google Custom Search and SearXNG (gaia_kit_testing.fake_search) and an MCP session."""
 
 import pytest
-from gaia_kit_testing import session_call
 from gaia_kit_testing.fake_search import FakePage, FakeSearch
+from gaia_kit_testing.server_call import call_fixture
 from googlesearch_server.server import server
 
 PAGES = [
@@ -33,7 +33,4 @@ def fake(kit_env, fresh_http, monkeypatch):
     fake.stop()
 
 
-@pytest.fixture
-async def call(kit_env):
-    async with session_call(server, kit_env.workspace) as invoke:
-        yield invoke
+call = call_fixture(server)

@@ -1,19 +1,13 @@
 """mcp_image_recognition: media-image-server's vision code behind image-server's interface."""
 
-import json
-from pathlib import Path
-
 import pytest
 from gaia_kit_testing import failed, ok
+from gaia_kit_testing.compat import REFERENCE
 from image_server.server import server
 from PIL import Image
 from test_compat_schemas import compatibility_problems
 
 pytestmark = pytest.mark.anyio
-
-REFERENCE = json.loads(
-    (Path(__file__).parents[3] / "tests" / "reference" / "aworld_tool_schemas.json").read_text()
-)
 
 
 @pytest.mark.parametrize("server_id", ["image-server", "media-image-server"])

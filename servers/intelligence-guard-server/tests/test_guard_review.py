@@ -2,8 +2,8 @@
 
 import pytest
 from gaia_kit_testing import failed, ok
+from gaia_kit_testing.compat import REFERENCE, compatibility_problems
 from intelligence_guard_server.server import server
-from test_compat_schemas import REFERENCE, compatibility_problems
 
 pytestmark = pytest.mark.anyio
 

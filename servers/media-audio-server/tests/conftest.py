@@ -9,19 +9,14 @@ from typing import Any
 import anyio
 import pytest
 import uvicorn
-from gaia_kit_testing import session_call
+from gaia_kit_testing.server_call import call_fixture
 from media_audio_server.server import server
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-
-@pytest.fixture
-async def call(kit_env):
-    """call(tool, **arguments) -> CallToolResult, through the MCP protocol, in session s1."""
-    async with session_call(server, kit_env.workspace) as invoke:
-        yield invoke
+call = call_fixture(server)
 
 
 @pytest.fixture

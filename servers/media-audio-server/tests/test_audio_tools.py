@@ -1,22 +1,19 @@
 """media-audio-server: transcription (local model and endpoint), metadata, trim, and bad inputs."""
 
-import json
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import anyio
 import pytest
 from gaia_kit_testing import failed, ok
+from gaia_kit_testing.compat import REFERENCE
 from media_audio_server.server import server
 from test_compat_schemas import compatibility_problems
 
 pytestmark = pytest.mark.anyio
 
-REFERENCE = json.loads(
-    (Path(__file__).parents[3] / "tests" / "reference" / "aworld_tool_schemas.json").read_text()
-)
+
 SENTENCE = "The museum opens on Monday morning"
 
 

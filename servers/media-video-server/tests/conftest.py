@@ -3,9 +3,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from gaia_kit_testing import session_call
 from gaia_kit_testing.fake_openai import llm_fixtures
 from gaia_kit_testing.loopback import LoopbackServer
+from gaia_kit_testing.server_call import call_fixture
 from media_video_server.server import server
 from starlette.applications import Starlette
 from starlette.routing import Mount
@@ -30,11 +30,7 @@ def colour_cuts(target: Path, colours=COLOURS, seconds: float = 2, size: str = "
     return target
 
 
-@pytest.fixture
-async def call(kit_env):
-    """call(tool, **arguments) -> CallToolResult, through the MCP protocol, in session s1."""
-    async with session_call(server, kit_env.workspace) as invoke:
-        yield invoke
+call = call_fixture(server)
 
 
 @pytest.fixture

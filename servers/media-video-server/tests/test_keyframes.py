@@ -7,6 +7,7 @@ from pathlib import Path
 import anyio
 import pytest
 from gaia_kit_testing import failed, ok
+from gaia_kit_testing.compat import REFERENCE
 from media_video_server import video
 from media_video_server.server import server
 from PIL import Image
@@ -14,9 +15,7 @@ from test_compat_schemas import compatibility_problems
 
 pytestmark = pytest.mark.anyio
 
-REFERENCE = json.loads(
-    (Path(__file__).parents[3] / "tests" / "reference" / "aworld_tool_schemas.json").read_text()
-)
+
 PURE = {"red": (255, 0, 0), "blue": (0, 0, 255), "green": (0, 128, 0)}
 
 

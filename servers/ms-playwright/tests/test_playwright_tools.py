@@ -10,10 +10,10 @@ import re
 import pytest
 from gaia_kit.core.server import SessionEndedParams
 from gaia_kit_testing import failed, ok, session_call
+from gaia_kit_testing.compat import REFERENCE, compatibility_problems
 from ms_playwright.browser import host
 from ms_playwright.server import server
 from ms_playwright.settings import get_playwright_settings
-from test_compat_schemas import REFERENCE, compatibility_problems
 
 pytestmark = pytest.mark.anyio
 

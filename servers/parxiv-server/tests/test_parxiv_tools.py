@@ -6,8 +6,8 @@ import pymupdf
 import pytest
 from gaia_kit.web import http as kit_http
 from gaia_kit_testing import failed, ok
+from gaia_kit_testing.compat import REFERENCE, compatibility_problems
 from parxiv_server.server import server
-from test_compat_schemas import REFERENCE, compatibility_problems
 
 pytestmark = pytest.mark.anyio
 

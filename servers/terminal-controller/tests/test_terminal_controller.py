@@ -2,8 +2,8 @@
 
 import pytest
 from gaia_kit_testing import failed, ok, session_call
+from gaia_kit_testing.compat import REFERENCE, compatibility_problems
 from terminal_controller.server import server
-from test_compat_schemas import REFERENCE, compatibility_problems
 
 pytestmark = pytest.mark.anyio
 

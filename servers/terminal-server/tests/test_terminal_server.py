@@ -4,8 +4,8 @@ import json
 
 import pytest
 from gaia_kit_testing import failed, ok, session_call
+from gaia_kit_testing.compat import REFERENCE, compatibility_problems
 from terminal_server.server import histories, server
-from test_compat_schemas import REFERENCE, compatibility_problems
 
 pytestmark = pytest.mark.anyio
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 from gaia_kit_testing import failed, ok
-from test_compat_schemas import REFERENCE, compatibility_problems
+from gaia_kit_testing.compat import REFERENCE, compatibility_problems
 from wiki_server.server import server
 from wiki_server.wikitext import render_wikitext
 

@@ -1,8 +1,10 @@
 """gaia_kit_testing: what gaia-env's tests and benchmarks share, kept out of the kit that servers ship.
 
 `from gaia_kit_testing import session_call, ok, failed` for the checks (`build_deep_tree` for removals); the fixtures (kit_env,
-fake_web, ...) come from `gaia_kit_testing.fixtures`, which the root conftest loads as a plugin; the
-fakes live in `fake_web`, `fake_search`, `fake_openai`, on `loopback`'s server.
+fake_web, ...) come from `gaia_kit_testing.fixtures`, which the root conftest loads as a plugin; a
+server's `call` fixture from `server_call`; the fakes live in `fake_web`, `fake_search`, `fake_openai`,
+`fake_wiki`, `fake_arxiv`, `fake_wayback`, `fake_site`, on `loopback`'s server; `gateway` starts a real
+`gaia-env serve`.
 """
 
 from .checks import SPOKEN_SENTENCE, failed, ok, run_measured, sent_content, session_call, text

@@ -29,10 +29,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from gateway_harness import ROOT, RunningGateway, launch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
+
+from .gateway import RunningGateway, launch
 
 FUZZ_TIMEOUT_S = 20
 """The per-call timeout of every server in the fuzzed gateway."""
@@ -58,9 +59,10 @@ FUZZ_ENV = {
 }
 
 
-def start_fuzz_gateway(tmp: Path, env: dict[str, str] | None = None) -> RunningGateway:
-    """Every enabled server of the shipped registry, each with the fuzzer's short timeout."""
-    registry = tomllib.loads((ROOT / "proxy" / "servers.toml").read_text())
+def start_fuzz_gateway(tmp: Path, shipped: Path, env: dict[str, str] | None = None) -> RunningGateway:
+    """Every enabled server of the `shipped` registry (gaia_env.registry.DEFAULT_REGISTRY), each with
+    the fuzzer's short timeout."""
+    registry = tomllib.loads(shipped.read_text())
     tables = {"defaults": {**registry.get("defaults", {}), "timeout": FUZZ_TIMEOUT_S}}
     for sid, spec in registry["servers"].items():
         tables[f"servers.{sid}"] = {**spec, "timeout": FUZZ_TIMEOUT_S}

@@ -2,7 +2,7 @@
 deploy/nginx/gaia-env.conf, sharing a real redis-server: what tests/test_multi_replica.py and
 benchmarks/multi_replica_load.py start.
 
-    with Cluster.start(tmp_path, servers="terminal-controller", replicas=3) as cluster:
+    with Cluster.start(tmp_path, NGINX_CONF, servers="terminal-controller", replicas=3) as cluster:
         cluster.lb          # http://127.0.0.1:<port>: nginx
         cluster.replicas[1].kill(); cluster.replicas[1].start()
 
@@ -24,28 +24,28 @@ from pathlib import Path
 
 import httpx
 import psutil
-from gaia_kit_testing.loopback import free_port
 
-ROOT = Path(__file__).resolve().parents[1]
-NGINX_CONF = ROOT / "deploy" / "nginx" / "gaia-env.conf"
+from .gateway import readable_by_servers
+from .loopback import free_port
+
 UPSTREAM_SERVER = re.compile(r"^(\s*)server gateway-\d+:8080( [^;]*)?;\n", re.M)
 
 
-def render_nginx_conf(listen: str, upstreams: list[str]) -> str:
+def render_nginx_conf(shipped_conf: Path, listen: str, upstreams: list[str]) -> str:
     """The shipped file with `listen` and the upstream `server` lines (same parameters) replaced."""
-    text = NGINX_CONF.read_text()
+    text = shipped_conf.read_text()
     shipped = list(UPSTREAM_SERVER.finditer(text))
     if not shipped or "listen 8080;" not in text:
-        raise RuntimeError(f"{NGINX_CONF} no longer has 'listen 8080;' and 'server gateway-N:8080' lines")
+        raise RuntimeError(f"{shipped_conf} no longer has 'listen 8080;' and 'server gateway-N:8080' lines")
     indent, params = shipped[0].group(1), shipped[0].group(2) or ""
     lines = "".join(f"{indent}server {address}{params};\n" for address in upstreams)
     text = text[: shipped[0].start()] + lines + text[shipped[-1].end() :]
     return text.replace("listen 8080;", f"listen {listen};")
 
 
-def fail_timeout_s() -> float:
+def fail_timeout_s(shipped_conf: Path) -> float:
     """How long nginx skips a replica after a failed connection (the shipped `fail_timeout`)."""
-    return float(re.search(r"fail_timeout=(\d+)s", NGINX_CONF.read_text()).group(1))
+    return float(re.search(r"fail_timeout=(\d+)s", shipped_conf.read_text()).group(1))
 
 
 def _wait(check, what: str, timeout: float, log: Path | None = None) -> None:
@@ -128,6 +128,7 @@ class Cluster:
     def start(
         cls,
         tmp: Path,
+        shipped_conf: Path,
         servers: str,
         replicas: int = 3,
         env: dict[str, str] | None = None,
@@ -147,6 +148,7 @@ class Cluster:
             started.append(subprocess.Popen([*redis_argv, "--dir", str(tmp)], stdout=subprocess.DEVNULL))
             dataset = tmp / "dataset"
             dataset.mkdir(exist_ok=True)
+            readable_by_servers(dataset)
             members = []
             for n in range(1, replicas + 1):
                 name, port = f"gateway-{n}", free_port()
@@ -166,7 +168,9 @@ class Cluster:
             lb_port = free_port()
             conf = tmp / "nginx.conf"
             conf.write_text(
-                render_nginx_conf(f"127.0.0.1:{lb_port}", [f"127.0.0.1:{m.port}" for m in members])
+                render_nginx_conf(
+                    shipped_conf, f"127.0.0.1:{lb_port}", [f"127.0.0.1:{m.port}" for m in members]
+                )
             )
             nginx_log = tmp / "nginx.log"
             cluster = cls(f"http://127.0.0.1:{lb_port}", redis_url, members, nginx_log, started)

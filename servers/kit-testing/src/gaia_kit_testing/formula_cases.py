@@ -1,8 +1,9 @@
 """Twenty common formulas over a workbook saved without cached values, as openpyxl saves it.
 
 GAIA attachments are often made by scripts, so their formulas have no saved results: the server
-must compute them. The side-by-side benchmark (benchmarks/excel_side_by_side.py) runs the same
-cases through excel-mcp-server, so this module is plain data and one builder, importable by path.
+must compute them. The excel server's tests check its answers; benchmarks/side_by_side.py runs the
+same cases through excel-mcp-server, and benchmarks/excel_engines.py and answer_sizes.py use the
+workbook.
 """
 
 from __future__ import annotations
