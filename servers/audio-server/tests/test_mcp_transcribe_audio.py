@@ -9,8 +9,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from audio_server.server import server
 from gaia_kit_testing import failed, ok
-from gaia_kit_testing.compat import REFERENCE
-from test_compat_schemas import compatibility_problems
+from gaia_kit_testing.compat import REFERENCE, compatibility_problems
 
 pytestmark = pytest.mark.anyio
 

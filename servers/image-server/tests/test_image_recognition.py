@@ -2,10 +2,9 @@
 
 import pytest
 from gaia_kit_testing import failed, ok
-from gaia_kit_testing.compat import REFERENCE
+from gaia_kit_testing.compat import REFERENCE, compatibility_problems
 from image_server.server import server
 from PIL import Image
-from test_compat_schemas import compatibility_problems
 
 pytestmark = pytest.mark.anyio
 

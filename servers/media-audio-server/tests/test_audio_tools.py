@@ -7,9 +7,8 @@ import subprocess
 import anyio
 import pytest
 from gaia_kit_testing import failed, ok
-from gaia_kit_testing.compat import REFERENCE
+from gaia_kit_testing.compat import REFERENCE, compatibility_problems
 from media_audio_server.server import server
-from test_compat_schemas import compatibility_problems
 
 pytestmark = pytest.mark.anyio
 

@@ -7,11 +7,10 @@ from pathlib import Path
 import anyio
 import pytest
 from gaia_kit_testing import failed, ok
-from gaia_kit_testing.compat import REFERENCE
+from gaia_kit_testing.compat import REFERENCE, compatibility_problems
 from media_video_server import video
 from media_video_server.server import server
 from PIL import Image
-from test_compat_schemas import compatibility_problems
 
 pytestmark = pytest.mark.anyio
 
