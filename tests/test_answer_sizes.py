@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from gaia_env import answer_sizes
-from gaia_kit import get_settings
+from gaia_kit.core.settings import forget_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,7 +25,7 @@ def bench(monkeypatch):
     monkeypatch.setitem(sys.modules, spec.name, module)  # its dataclasses look themselves up there
     spec.loader.exec_module(module)
     yield module
-    get_settings.cache_clear()
+    forget_settings()
 
 
 def test_committed_answer_sizes_are_current(bench):
