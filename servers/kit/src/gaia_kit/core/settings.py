@@ -46,6 +46,9 @@ class KitSettings(BaseSettings):
     workspace_max_files: int = 50_000
     """Most files, folders and links one session workspace may hold; 0 for no limit."""
 
+    workspace: str = ""
+    """The one workspace of a server run standalone (no gateway); a fresh temporary one when unset."""
+
     gateway_sessions: bool = False
     """Set by the gateway: it owns session lifetimes (one TTL) and says when each ends, so servers
     keep no idle timers of their own."""
