@@ -273,12 +273,12 @@ def _deck(path: Path) -> None:
 
 
 async def measure(dataset: Path, workspace: Path) -> list[dict[str, Any]]:
-    from gaia_kit import get_settings
+    from gaia_kit.core.settings import forget_settings
     from gaia_kit_testing import session_call
 
     os.environ["GAIA_WORKSPACE_ROOT"] = str(workspace.parent)
     os.environ["GAIA_DATASET_DIR"] = str(dataset)
-    get_settings.cache_clear()
+    forget_settings()
     rows = []
     for case in CASES:
         server = importlib.import_module(case.module).server

@@ -24,7 +24,7 @@ import docx
 from documents_csv_server.server import server as csv_server
 from documents_docx_server.server import server as docx_server
 from excel_server.server import server as excel_server
-from gaia_kit.core.settings import get_settings
+from gaia_kit.core.settings import forget_settings
 from gaia_kit_testing import session_call
 from gaia_kit_testing.bombs import (
     WORD_BODY_HEAD,
@@ -133,7 +133,7 @@ async def main() -> None:
         workspace = Path(root) / "s1"
         workspace.mkdir()
         os.environ["GAIA_WORKSPACE_ROOT"] = root
-        get_settings.cache_clear()
+        forget_settings()
         make_files(workspace)
         forked = await csv_reads(workspace, args.runs, "512", 0)
         threaded = await csv_reads(workspace, args.runs, "0", args.runs)

@@ -32,7 +32,7 @@ async def main() -> None:
         GAIA_WORKSPACE_ROOT=str(root), GAIA_WORKSPACE_MAX_MB="100", GAIA_WORKSPACE_MAX_FILES="20000"
     )
     from gaia_kit.core.quota import measure
-    from gaia_kit.core.settings import get_settings
+    from gaia_kit.core.settings import forget_settings
     from gaia_kit.execution.sandbox import Limits, run_sandboxed
 
     limits = Limits(wall_s=60, cpu_s=60)
@@ -50,7 +50,7 @@ async def main() -> None:
         shutil.rmtree(workspace)
     for label, quota in (("no quota", "0"), ("quota watched", "100000")):
         os.environ["GAIA_WORKSPACE_MAX_MB"] = os.environ["GAIA_WORKSPACE_MAX_FILES"] = quota
-        get_settings.cache_clear()
+        forget_settings()
         workspace = root / f"cost-{quota}"
         workspace.mkdir(parents=True)
         cpu, wall = time.process_time(), time.monotonic()

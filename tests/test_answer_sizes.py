@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from gaia_env import answer_sizes
-from gaia_kit import get_settings
+from gaia_kit.core.settings import forget_settings
 
 from benchmarks import answer_sizes as answer_sizes_bench
 
@@ -15,7 +15,7 @@ def bench(monkeypatch):
     monkeypatch.setenv("GAIA_WORKSPACE_ROOT", "")
     monkeypatch.setenv("GAIA_DATASET_DIR", "")
     yield answer_sizes_bench
-    get_settings.cache_clear()
+    forget_settings()
 
 
 def test_committed_answer_sizes_are_current(bench):

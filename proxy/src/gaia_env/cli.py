@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from gaia_contract import AUTH_TOKEN_ENV, CLIENT_SESSION_HEADER, SERVERS_HEADER
-from gaia_kit.core.settings import KitSettings
+from gaia_kit.core.settings import KitSettings, settings
 
 from . import logs
 from .app import HttpConfig, create_app, is_loopback
@@ -134,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _gateway_options(parser: argparse.ArgumentParser) -> None:
-    kit = KitSettings()
+    kit = settings(KitSettings)
     parser.add_argument(
         "--config",
         type=Path,
@@ -233,7 +233,7 @@ def make_gateway(args: argparse.Namespace, serving: bool = False) -> Gateway:
 def _cache_url() -> str:
     from gaia_kit.web.config import HttpSettings
 
-    return HttpSettings().cache_url
+    return settings(HttpSettings).cache_url
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -389,9 +389,9 @@ def cmd_cache(args: argparse.Namespace) -> int:
     from gaia_kit.web.cache import CacheError, open_cache
     from gaia_kit.web.config import HttpSettings
 
-    settings = HttpSettings()
-    url = "" if args.path else settings.cache_url  # --path names a file: the file it is
-    path = args.path or settings.cache_path
+    http = settings(HttpSettings)
+    url = "" if args.path else http.cache_url  # --path names a file: the file it is
+    path = args.path or http.cache_path
     if args.action in ("export", "import") and args.file is None:
         print(f"gaia-env: cache {args.action} needs a FILE (JSONL).", file=sys.stderr)
         return 2

@@ -196,9 +196,9 @@ async def test_header_only_file(call, env):
 
 async def test_long_reports_are_paged(call, env, monkeypatch):
     monkeypatch.setenv("GAIA_MAX_OUTPUT_CHARS", "1500")
-    from gaia_kit.core.settings import get_settings
+    from gaia_kit.core.settings import forget_settings
 
-    get_settings.cache_clear()
+    forget_settings()
     (env.workspace / "sales.csv").write_text(SALES)
     first = ok(await call("extract_csv_content", file_path="sales.csv"))
     assert "Call again with start_index=1500" in first

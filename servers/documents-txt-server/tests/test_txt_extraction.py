@@ -5,6 +5,7 @@ import textwrap
 
 import pytest
 from documents_txt_server.server import server
+from gaia_kit.core.settings import forget_settings
 from gaia_kit_testing import failed, ok, run_measured
 
 pytestmark = pytest.mark.anyio
@@ -77,9 +78,7 @@ async def test_encodings_are_detected_or_taken_as_given(call, env):
 
 async def test_paging_and_max_content_length(call, env, monkeypatch):
     monkeypatch.setenv("GAIA_MAX_OUTPUT_CHARS", "1000")
-    from gaia_kit.core.settings import get_settings
-
-    get_settings.cache_clear()
+    forget_settings()
     body = "".join(f"{i:04d} words here\n" for i in range(300))  # 16 characters a line, 4800 in all
     (env.workspace / "long.txt").write_text(body)
     first = json.loads(ok(await call("extract_text_content", file_path="long.txt", output_format="json")))
@@ -108,9 +107,7 @@ async def test_paging_and_max_content_length(call, env, monkeypatch):
 
 async def test_statistics_are_partial_past_the_read_cap(call, env, monkeypatch):
     monkeypatch.setenv("GAIA_MAX_READ_BYTES", str(1 << 20))
-    from gaia_kit.core.settings import get_settings
-
-    get_settings.cache_clear()
+    forget_settings()
     (env.workspace / "big.log").write_text("alpha beta\n" * 300_000)  # 3.3 MB
     data = json.loads(ok(await call("extract_text_content", file_path="big.log", output_format="json")))
     assert data["statistics"]["complete"] is False and data["statistics"]["scanned_bytes"] == 1 << 20

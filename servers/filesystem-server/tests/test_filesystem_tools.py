@@ -8,6 +8,7 @@ import zlib
 
 import pytest
 from filesystem_server.server import server
+from gaia_kit.core.settings import forget_settings
 from gaia_kit_testing import failed, ok
 
 pytestmark = pytest.mark.anyio
@@ -95,9 +96,7 @@ async def test_tail_of_crlf_and_non_utf8(call, env):
 
 async def test_long_file_is_paged(call, env, monkeypatch):
     monkeypatch.setenv("GAIA_MAX_OUTPUT_CHARS", "1000")
-    from gaia_kit.core.settings import get_settings
-
-    get_settings.cache_clear()
+    forget_settings()
     body = "".join(f"{i:05d}\n" for i in range(1000))  # 6000 characters
     (env.workspace / "long.txt").write_text(body)
     first = ok(await call("read_text_file", path="long.txt"))
@@ -174,9 +173,7 @@ async def test_read_media_file(call, env):
 
 async def test_read_media_file_size_cap(call, env, monkeypatch):
     monkeypatch.setenv("GAIA_MAX_READ_BYTES", "1000")
-    from gaia_kit.core.settings import get_settings
-
-    get_settings.cache_clear()
+    forget_settings()
     (env.workspace / "big.png").write_bytes(png_bytes() + b"\x00" * 5000)
     assert "limit" in failed(await call("read_media_file", path="big.png"))
 
@@ -195,9 +192,7 @@ async def test_read_multiple_files_reports_failures_per_file(call, env):
 
 async def test_read_multiple_files_shares_the_cap(call, env, monkeypatch):
     monkeypatch.setenv("GAIA_MAX_OUTPUT_CHARS", "2000")
-    from gaia_kit.core.settings import get_settings
-
-    get_settings.cache_clear()
+    forget_settings()
     (env.workspace / "x.txt").write_text("x" * 5000)
     (env.workspace / "y.txt").write_text("y" * 10)
     out = ok(await call("read_multiple_files", paths=["x.txt", "y.txt"]))

@@ -9,6 +9,7 @@ import pytest
 from gaia_kit.core import benchmark_guard as guard
 from gaia_kit.core import calls
 from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.settings import forget_settings, settings
 from mcp_types import CallToolResult, TextContent
 
 QUESTION = (
@@ -27,10 +28,10 @@ TITLE_PAGE = (
 def fresh_settings(monkeypatch):
     for name in ("GAIA_GUARD_MIRRORS", "GAIA_GUARD_EXTRA_MIRRORS", "GAIA_GUARD_MIN_CONTAINMENT"):
         monkeypatch.delenv(name, raising=False)
-    guard.guard_settings.cache_clear()
+    forget_settings()
     guard.question.cache_clear()
     yield
-    guard.guard_settings.cache_clear()
+    forget_settings()
     guard.question.cache_clear()
 
 
@@ -99,7 +100,7 @@ def test_pages_about_gaia_are_not_mirrors(url):
 def test_mirrors_are_configurable(monkeypatch):
     monkeypatch.setenv("GAIA_GUARD_MIRRORS", "none")
     monkeypatch.setenv("GAIA_GUARD_EXTRA_MIRRORS", "dumps.example, *.mirror.test/gaia")
-    guard.guard_settings.cache_clear()
+    forget_settings()
     assert guard.mirror_pattern("https://huggingface.co/datasets/gaia-benchmark/GAIA") is None
     assert guard.mirror_pattern("https://cdn.dumps.example/x") == "dumps.example"
     assert guard.mirror_pattern("https://a.mirror.test/gaia/val.csv") == "*.mirror.test/gaia"
@@ -111,7 +112,7 @@ def test_mirrors_are_configurable(monkeypatch):
 def test_a_bad_threshold_is_refused_in_one_sentence(monkeypatch):
     monkeypatch.setenv("GAIA_GUARD_MIN_CONTAINMENT", "lots")
     with pytest.raises(ToolFailure, match=r"GAIA_GUARD_MIN_CONTAINMENT='lots' is not a float from 0.05 to 1"):
-        guard.guard_settings()
+        settings(guard.GuardSettings)
 
 
 def test_search_items_that_quote_or_mirror_are_dropped(task):

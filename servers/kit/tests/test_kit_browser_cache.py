@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pytest
 from gaia_kit.core.calls import Call, enter, leave
 from gaia_kit.core.hints import hints
+from gaia_kit.core.settings import forget_settings
 from gaia_kit.web.browser_cache import REFUSED_HEADER, page_answer, through_cache
 from gaia_kit.web.http import forget_shared_http
 from gaia_kit_testing.loopback import LoopbackServer
@@ -51,6 +52,7 @@ def test_through_cache_always_in_replay_and_in_read_write_when_opted_in(
         ("off", True, False),
     ]:
         monkeypatch.setenv("GAIA_HTTP_CACHE_MODE", mode)
+        forget_settings()
         assert through_cache(opted_in) is expected, (mode, opted_in)
 
 

@@ -5,19 +5,19 @@ import socket
 
 import pytest
 from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.settings import forget_settings
 from gaia_kit.execution.confine import run_confined
-from gaia_kit.execution.sandbox import get_sandbox_settings
 
 
 @pytest.fixture
 def files(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_API_KEY", "sk-must-not-leak")
-    get_sandbox_settings.cache_clear()
+    forget_settings()
     (tmp_path / "given.txt").write_text("given")
     (tmp_path / "other.txt").write_text("other")
     (tmp_path / "out").mkdir()
     yield tmp_path
-    get_sandbox_settings.cache_clear()
+    forget_settings()
 
 
 def sh(script: str, **kw):

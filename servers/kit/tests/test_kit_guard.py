@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from gaia_kit import ToolFailure
+from gaia_kit.core.settings import forget_settings
 from gaia_kit.web.guard import UrlGuard
 
 pytestmark = pytest.mark.anyio
@@ -30,7 +31,8 @@ async def test_loopback_private_and_metadata_hosts_are_refused_with_the_variable
 async def test_gaia_http_allow_and_the_servers_own_list_let_a_host_through(monkeypatch: pytest.MonkeyPatch):
     assert await UrlGuard(allow="127.0.0.1").refusal("http://127.0.0.1:8080/") is None
     monkeypatch.setenv("GAIA_HTTP_ALLOW", "10.0.0.0/8")
-    guard = UrlGuard()  # reads GAIA_HTTP_ALLOW when made
+    forget_settings()
+    guard = UrlGuard()  # takes GAIA_HTTP_ALLOW when made
     assert await guard.refusal("https://10.1.2.3/") is None
     assert [str(a) for a in await guard.addresses("10.1.2.3", 443)] == ["10.1.2.3"]
 

@@ -13,7 +13,7 @@ from gaia_contract import BUSY, RETRY_AFTER, SESSION_ID_KEY, WORKSPACE_KEY
 from gaia_kit import KitServer
 from gaia_kit.core.errors import Busy, describe_exception
 from gaia_kit.core.logs import JsonFormatter, log_to_stderr
-from gaia_kit.core.settings import get_settings
+from gaia_kit.core.settings import forget_settings
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
@@ -21,9 +21,9 @@ from mcp.shared.exceptions import MCPError
 @pytest.fixture
 def roots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("GAIA_WORKSPACE_ROOT", str(tmp_path / "ws"))
-    get_settings.cache_clear()
+    forget_settings()
     yield tmp_path / "ws"
-    get_settings.cache_clear()
+    forget_settings()
 
 
 def make_server() -> KitServer:

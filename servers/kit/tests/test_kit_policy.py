@@ -4,16 +4,17 @@ import shlex
 from collections.abc import Iterator
 
 import pytest
-from gaia_kit.execution.policy import check_command, get_policy_settings, shell_tokens
+from gaia_kit.core.settings import forget_settings, settings
+from gaia_kit.execution.policy import PolicySettings, check_command, shell_tokens
 
 
 @pytest.fixture
 def policy_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
     for name in ("POLICY", "DENY", "ALLOW", "MAX_COMMAND_BYTES"):
         monkeypatch.delenv(f"GAIA_TERMINAL_{name}", raising=False)
-    get_policy_settings.cache_clear()
+    forget_settings()
     yield monkeypatch
-    get_policy_settings.cache_clear()
+    forget_settings()
 
 
 def _shlex_words(command: str) -> list[str]:
@@ -61,7 +62,7 @@ def test_quoted_separators_are_arguments(policy_env):
 
 
 def test_a_command_over_the_length_limit_is_refused_before_parsing(policy_env):
-    limit = get_policy_settings().max_command_bytes
+    limit = settings(PolicySettings).max_command_bytes
     assert limit == 65_536
     assert check_command("echo " + "a" * (limit - 5)).allowed
     verdict = check_command("echo " + "a" * 1_000_000)
@@ -72,14 +73,14 @@ def test_a_command_over_the_length_limit_is_refused_before_parsing(policy_env):
 
 def test_the_length_limit_counts_utf8_bytes_and_is_a_setting(policy_env):
     policy_env.setenv("GAIA_TERMINAL_MAX_COMMAND_BYTES", "20")
-    get_policy_settings.cache_clear()
+    forget_settings()
     assert check_command("echo ééééééé").allowed  # 19 bytes
     assert not check_command("echo éééééééé").allowed  # 21 bytes
 
 
 def test_worst_shapes_at_the_largest_limit_get_the_right_verdict(policy_env):
     policy_env.setenv("GAIA_TERMINAL_MAX_COMMAND_BYTES", "131071")
-    get_policy_settings.cache_clear()
+    forget_settings()
     size = 131_000
     assert check_command("echo " + "a" * size).allowed
     assert check_command("echo '" + "a;" * (size // 2) + "'").allowed

@@ -11,8 +11,8 @@ import pytest
 from gaia_kit import ToolFailure, atomic_write
 from gaia_kit.core.quota import copy_into, place, staged
 from gaia_kit.core.quota_accounting import QUOTA_DIR, Quota, measure
-from gaia_kit.core.settings import get_settings
-from gaia_kit.execution.sandbox import Limits, get_sandbox_settings, run_sandboxed
+from gaia_kit.core.settings import forget_settings
+from gaia_kit.execution.sandbox import Limits, run_sandboxed
 
 MB = 1024 * 1024
 QUICK = Limits(wall_s=20, cpu_s=15, memory_mb=1024, processes=64)
@@ -23,11 +23,9 @@ def quota(kit_env, monkeypatch):
     """The s1 workspace with a 4 MB, 20-file quota."""
     monkeypatch.setenv("GAIA_WORKSPACE_MAX_MB", "4")
     monkeypatch.setenv("GAIA_WORKSPACE_MAX_FILES", "20")
-    get_settings.cache_clear()
-    get_sandbox_settings.cache_clear()
+    forget_settings()
     yield Quota.of(kit_env.workspace)
-    get_settings.cache_clear()
-    get_sandbox_settings.cache_clear()
+    forget_settings()
 
 
 def test_the_quota_belongs_to_the_workspace_that_holds_the_path(quota, kit_env, tmp_path):
@@ -112,10 +110,10 @@ def test_staged_writes_and_copies_are_placed_within_the_quota(quota, kit_env, tm
 def test_no_quota_when_both_limits_are_zero(kit_env, monkeypatch):
     monkeypatch.setenv("GAIA_WORKSPACE_MAX_MB", "0")
     monkeypatch.setenv("GAIA_WORKSPACE_MAX_FILES", "0")
-    get_settings.cache_clear()
+    forget_settings()
     assert Quota.of(kit_env.workspace) is None
     atomic_write(kit_env.workspace / "free.bin", b"f" * MB)
-    get_settings.cache_clear()
+    forget_settings()
 
 
 @pytest.mark.anyio

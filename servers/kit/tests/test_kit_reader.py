@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from gaia_kit import ToolFailure
+from gaia_kit.core.settings import forget_settings
 from gaia_kit.pages.reader import read_page, reader_backend
 from gaia_kit_testing.fake_web import JINA_KEY, TAVILY_KEY
 
@@ -79,6 +80,7 @@ def test_backend_settings_are_checked(monkeypatch):
     with pytest.raises(ToolFailure, match="needs JINA_API_KEY"):
         reader_backend()
     monkeypatch.setenv("READWEB_BACKEND", "bing")
+    forget_settings()
     with pytest.raises(ToolFailure, match="READWEB_BACKEND='bing'"):
         reader_backend()
 

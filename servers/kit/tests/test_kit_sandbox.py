@@ -4,7 +4,8 @@ import os
 from pathlib import Path
 
 import pytest
-from gaia_kit.execution.sandbox import Limits, get_sandbox_settings, run_sandboxed, sandbox_status
+from gaia_kit.core.settings import forget_settings
+from gaia_kit.execution.sandbox import Limits, run_sandboxed, sandbox_status
 
 pytestmark = pytest.mark.anyio
 
@@ -15,9 +16,9 @@ QUICK = Limits(wall_s=10, cpu_s=5, memory_mb=1024, processes=64)
 def ws(kit_env, monkeypatch):
     monkeypatch.setenv("FAKE_API_KEY", "sk-must-not-leak")
     monkeypatch.setenv("MCP_AUTH_TOKEN", "gateway-token")
-    get_sandbox_settings.cache_clear()
+    forget_settings()
     yield kit_env.workspace
-    get_sandbox_settings.cache_clear()
+    forget_settings()
 
 
 async def sh(ws: Path, script: str, limits: Limits = QUICK, **kw):
@@ -111,11 +112,11 @@ async def test_the_whole_sandbox_has_one_memory_limit(ws):
 
 async def test_tmp_and_var_tmp_are_bounded_and_count_as_memory(ws, monkeypatch):
     monkeypatch.setenv("GAIA_SANDBOX_TMP_MB", "32")
-    get_sandbox_settings.cache_clear()
+    forget_settings()
     full = await sh(ws, "head -c 64M /dev/zero > /var/tmp/big; echo $?; du -m /var/tmp/big | cut -f1")
     assert "No space left on device" in full.stderr and full.stdout.split() == ["1", "32"], full.describe()
     monkeypatch.setenv("GAIA_SANDBOX_TMP_MB", "512")
-    get_sandbox_settings.cache_clear()
+    forget_settings()
     held = await sh(
         ws, "head -c 100M /dev/zero > /var/tmp/big; sleep 30", Limits(wall_s=60, total_memory_mb=64)
     )
@@ -195,7 +196,7 @@ async def test_missing_bubblewrap_refuses_and_says_what_to_do(ws, monkeypatch, t
 
 async def test_unsandboxed_mode_is_explicit_and_loud(ws, monkeypatch, caplog):
     monkeypatch.setenv("GAIA_SANDBOX", "unsandboxed")
-    get_sandbox_settings.cache_clear()
+    forget_settings()
     status = sandbox_status()
     assert status["backend"] == "unsandboxed" and "WARNING" in status["notes"][0]
     result = await sh(ws, "echo $FAKE_API_KEY; echo ran")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from gaia_kit import ToolFailure
+from gaia_kit.core.settings import forget_settings
 from gaia_kit.pages.indexing import build
 from gaia_kit.pages.search import describe_backend, render, search_backend, web_search
 from gaia_kit_testing.fake_search import FakePage, FakeSearch
@@ -46,12 +47,16 @@ async def test_auto_prefers_google_then_searxng_then_the_corpus(fake, monkeypatc
     monkeypatch.setenv("GAIA_CORPUS_PATH", "/nowhere.sqlite")
     assert search_backend() == "corpus"
     monkeypatch.setenv("SEARXNG_URL", fake.searxng_url)
+    forget_settings()
     assert search_backend() == "searxng"
     monkeypatch.setenv("GOOGLE_API_KEY", "k")
+    forget_settings()
     assert search_backend() == "searxng"  # a key without an engine id is not Google
     monkeypatch.setenv("GOOGLE_CSE_ID", "cx")
+    forget_settings()
     assert search_backend() == "google" and describe_backend().startswith("google")
     monkeypatch.setenv("SEARCH_BACKEND", "searxng")
+    forget_settings()
     assert search_backend() == "searxng"
 
 

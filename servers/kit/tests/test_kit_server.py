@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from gaia_kit import KitServer, ToolFailure, page, session_of
 from gaia_kit.core.results import with_data
-from gaia_kit.core.settings import get_settings
+from gaia_kit.core.settings import forget_settings
 from mcp import Client
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
@@ -17,9 +17,9 @@ from mcp_types import CallToolResult
 def roots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("GAIA_WORKSPACE_ROOT", str(tmp_path / "ws"))
     monkeypatch.setenv("GAIA_DATASET_DIR", str(tmp_path / "data"))
-    get_settings.cache_clear()
+    forget_settings()
     yield tmp_path / "ws"
-    get_settings.cache_clear()
+    forget_settings()
 
 
 def make_server() -> KitServer:

@@ -147,11 +147,11 @@ async def test_trim_writes_only_into_the_workspace(call, kit_env):
 
 
 async def test_over_the_size_limit(call, kit_env, monkeypatch, speech):
-    from gaia_kit import get_settings
+    from gaia_kit.core.settings import forget_settings
 
     shutil.copy(speech, kit_env.workspace / "fox.wav")
     monkeypatch.setenv("GAIA_MAX_READ_BYTES", "1000")
-    get_settings.cache_clear()
+    forget_settings()
     assert "over the" in failed(await call("extract_audio_metadata", file_path="fox.wav"))
 
 

@@ -87,12 +87,12 @@ async def test_an_image_bomb_is_refused_and_the_server_keeps_serving(call, kit_e
 async def test_files_over_the_size_limit_truncated_or_empty_fail_clearly(call, kit_env, monkeypatch):
     photo_with_exif(kit_env.workspace / "big.jpg")
     monkeypatch.setenv("GAIA_MAX_READ_BYTES", "1000")
-    from gaia_kit import get_settings
+    from gaia_kit.core.settings import forget_settings
 
-    get_settings.cache_clear()
+    forget_settings()
     assert "over the 0 MiB limit" in failed(await call("get_image_metadata", file_path="big.jpg"))
     monkeypatch.delenv("GAIA_MAX_READ_BYTES")
-    get_settings.cache_clear()
+    forget_settings()
     data = (kit_env.workspace / "big.jpg").read_bytes()
     (kit_env.workspace / "cut.jpg").write_bytes(data[: len(data) // 3])
     assert "damaged or truncated" in failed(await call("extract_text_ocr", file_path="cut.jpg"))

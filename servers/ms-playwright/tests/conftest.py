@@ -7,12 +7,12 @@ import itertools
 from collections.abc import Iterator
 
 import pytest
+from gaia_kit.core.settings import forget_settings
 from gaia_kit_testing import session_call
 from gaia_kit_testing.fake_site import app
 from gaia_kit_testing.loopback import LoopbackServer
 from ms_playwright.browser import host
 from ms_playwright.server import server
-from ms_playwright.settings import get_playwright_settings
 
 
 @pytest.fixture(scope="session")
@@ -26,12 +26,12 @@ def site() -> Iterator[LoopbackServer]:
             "MAX_WAIT_S": "4",
         }.items():
             patch.setenv(f"PLAYWRIGHT_{name}", value)
-        get_playwright_settings.cache_clear()
+        forget_settings()
         host._guard = None  # read GAIA_HTTP_ALLOW afresh
         with LoopbackServer(app()) as served:
             yield served
         host._guard = None
-    get_playwright_settings.cache_clear()
+    forget_settings()
 
 
 _ids = itertools.count()

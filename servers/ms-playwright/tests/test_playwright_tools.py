@@ -9,11 +9,11 @@ import re
 
 import pytest
 from gaia_kit.core.server import SessionEndedParams
+from gaia_kit.core.settings import forget_settings
 from gaia_kit_testing import failed, ok, session_call
 from gaia_kit_testing.compat import REFERENCE, compatibility_problems
 from ms_playwright.browser import host
 from ms_playwright.server import server
-from ms_playwright.settings import get_playwright_settings
 
 pytestmark = pytest.mark.anyio
 
@@ -338,7 +338,7 @@ async def test_two_sessions_keep_their_own_cookies_and_tabs(site, kit_env):
 
 async def test_past_the_context_limit_the_least_recent_session_starts_afresh(site, kit_env, monkeypatch):
     monkeypatch.setenv("PLAYWRIGHT_MAX_CONTEXTS", "1")
-    get_playwright_settings.cache_clear()
+    forget_settings()
     try:
         async with session_call(server, kit_env.workspace, "first") as first:
             ok(await first("browser_navigate", url=site.url("/set-cookie?v=first")))
@@ -351,14 +351,14 @@ async def test_past_the_context_limit_the_least_recent_session_starts_afresh(sit
         for session_id in ("first", "second"):
             await host.end_session(session_id)
         monkeypatch.delenv("PLAYWRIGHT_MAX_CONTEXTS")
-        get_playwright_settings.cache_clear()
+        forget_settings()
 
 
 async def test_an_idle_session_is_closed_and_told_so_on_its_next_call(site, kit_env, monkeypatch):
     async with session_call(server, kit_env.workspace, "sleepy") as sleepy:
         ok(await sleepy("browser_navigate", url=site.url("/set-cookie?v=sleepy")))
         monkeypatch.setenv("PLAYWRIGHT_IDLE_S", "0.2")
-        get_playwright_settings.cache_clear()
+        forget_settings()
         try:
             await asyncio.sleep(0.5)
             await host.call(host.close_idle)  # one pass of the reaper, which runs every idle_s / 4
@@ -367,7 +367,7 @@ async def test_an_idle_session_is_closed_and_told_so_on_its_next_call(site, kit_
             assert "earlier browser context was closed" in again and "cookie is none" in again
         finally:
             monkeypatch.delenv("PLAYWRIGHT_IDLE_S")
-            get_playwright_settings.cache_clear()
+            forget_settings()
             await host.end_session("sleepy")
 
 
@@ -398,7 +398,7 @@ async def test_an_action_the_element_refuses_says_what_failed(browse, site):
 
 async def test_a_download_over_the_cap_is_discarded(browse, site, kit_env, monkeypatch):
     monkeypatch.setenv("PLAYWRIGHT_MAX_DOWNLOAD_BYTES", "4")
-    get_playwright_settings.cache_clear()
+    forget_settings()
     try:
         page = ok(await browse("browser_navigate", url=site.url("/download")))
         clicked = ok(await browse("browser_click", element="report", ref=ref_of(page, "Get the report")))
@@ -406,7 +406,7 @@ async def test_a_download_over_the_cap_is_discarded(browse, site, kit_env, monke
         assert not (kit_env.workspace / "downloads" / "report.csv").exists()
     finally:
         monkeypatch.delenv("PLAYWRIGHT_MAX_DOWNLOAD_BYTES")
-        get_playwright_settings.cache_clear()
+        forget_settings()
 
 
 async def test_simultaneous_first_calls_of_a_session_share_one_context(browse, site):
@@ -420,7 +420,7 @@ async def test_navigations_wait_for_a_rendering_slot_and_past_the_queue_are_busy
 
     monkeypatch.setenv("PLAYWRIGHT_MAX_NAVIGATIONS", "1")
     monkeypatch.setenv("PLAYWRIGHT_NAVIGATION_QUEUE_S", "0.1")
-    get_playwright_settings.cache_clear()
+    forget_settings()
     host.render._semaphore, host.render.hold_s = None, 1.0
     slow_ws, fast_ws = kit_env.root / "slow", kit_env.root / "fast"
     slow_ws.mkdir(), fast_ws.mkdir()
@@ -446,5 +446,5 @@ async def test_navigations_wait_for_a_rendering_slot_and_past_the_queue_are_busy
     finally:
         for session_id in ("slow-page", "fast-page"):
             await host.end_session(session_id)
-        get_playwright_settings.cache_clear()
+        forget_settings()
         host.render._semaphore, host.render.hold_s = None, 0.5

@@ -1,6 +1,7 @@
 """read_url over MCP against the loopback web: pages, PDFs, paging, backends, every failure a sentence."""
 
 import pytest
+from gaia_kit.core.settings import forget_settings
 from gaia_kit.web import http as kit_http
 from gaia_kit_testing import failed, ok
 from gaia_kit_testing.fake_web import JINA_KEY, REFUSED_HOSTS, TAVILY_KEY
@@ -102,6 +103,7 @@ async def test_recorded_reads_replay_identically_with_the_site_gone(fake_web, ca
     urls = [fake_web.url("/article.html"), fake_web.url("/doc.pdf"), fake_web.url("/missing")]
     recorded = [(await call("read_url", url=url)) for url in urls]
     monkeypatch.setenv("JINA_API_KEY", JINA_KEY)
+    forget_settings()
     recorded.append(await call("read_url", url="https://example.org/article.html"))
     fake_web.stop()
     monkeypatch.setenv("GAIA_HTTP_CACHE_MODE", "replay")

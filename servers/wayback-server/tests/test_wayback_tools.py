@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from gaia_kit.core.settings import forget_settings
 from gaia_kit.web import http as kit_http
 from gaia_kit_testing import failed, ok
 
@@ -63,6 +64,7 @@ async def test_raw_html_and_truncation(wayback, call, monkeypatch):
     raw = ok(await call("get_archived_content", url="example.com", timestamp="2020", extract_text_only=False))
     assert "<p>The pandemic-era version.</p>" in raw and "**Snapshot:** 20200315000000" in raw
     monkeypatch.setenv("WAYBACK_TRUNCATE_CHARS", "20")
+    forget_settings()
     cut = ok(await call("get_archived_content", url="example.com", timestamp="2020", truncate_content=True))
     assert "[Output truncated at 20 of" in cut and "truncate_content=false" in cut
 

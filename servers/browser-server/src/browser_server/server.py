@@ -35,6 +35,7 @@ from gaia_kit.core.hints import hints
 from gaia_kit.core.paths import free_path
 from gaia_kit.core.quota import place, scratch
 from gaia_kit.core.quota_accounting import QuotaExceeded
+from gaia_kit.core.settings import settings
 from gaia_kit.core.usage import charge, check_budget
 from gaia_kit.models.llm import LLMConfig, configured, llm_status, model_backend, model_line
 from gaia_kit.web.browser_cache import through_cache
@@ -98,7 +99,7 @@ class Limits(BaseSettings):
 
 def limits() -> Limits:
     try:
-        return Limits()
+        return settings(Limits)
     except ValidationError as exc:
         error = exc.errors()[0]
         name = f"BROWSERUSE_{str(error['loc'][0]).upper()}"

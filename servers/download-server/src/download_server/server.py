@@ -23,6 +23,7 @@ from gaia_kit.core.hints import hints
 from gaia_kit.core.output import formatted
 from gaia_kit.core.quota import place, room_for, staged
 from gaia_kit.core.results import json_result, with_data
+from gaia_kit.core.settings import settings
 from gaia_kit.web.errors import TooLarge
 from gaia_kit.web.http import shared_http
 from gaia_kit.web.response import HttpResponse
@@ -100,22 +101,22 @@ async def download_file(
     once complete: a failed download leaves nothing behind. An existing file is kept unless
     overwrite is true.
     """
-    settings = DownloadSettings()
+    config = settings(DownloadSettings)
     paths = session_of(ctx).paths
     target, into_folder = _target(paths, output_file_path)
     folder = target if into_folder else target.parent
     if not into_folder:
         _check_free(paths, target, overwrite)
-    seconds = min(timeout, settings.max_timeout_s)
+    seconds = min(timeout, config.max_timeout_s)
     room = await run_blocking(room_for, target)
-    limit = settings.max_bytes if room is None else min(settings.max_bytes, room)
+    limit = config.max_bytes if room is None else min(config.max_bytes, room)
     with staged(target, suffix=".part") as temporary:
         try:
             response = await shared_http().download(
                 url, temporary, max_bytes=max(limit, 1), timeout_s=seconds
             )
         except TooLarge:
-            raise ToolFailure(_too_large(url, settings.max_bytes, room)) from None
+            raise ToolFailure(_too_large(url, config.max_bytes, room)) from None
         await run_blocking(screen_file, temporary, response.url)  # a file that quotes the task never lands
         if into_folder:
             target = paths.resolve(str(folder / _name_of(response)), write=True)
@@ -133,11 +134,11 @@ async def download_file(
 )
 def get_download_capabilities() -> CallToolResult:
     """Get information about download service capabilities and configuration."""
-    settings = DownloadSettings()
+    config = settings(DownloadSettings)
     info = {
         "protocols": ["http", "https"],
-        "max_file_bytes": settings.max_bytes,
-        "max_timeout_s": settings.max_timeout_s,
+        "max_file_bytes": config.max_bytes,
+        "max_timeout_s": config.max_timeout_s,
         "default_timeout_s": 60,
         "saves_to": "the session workspace only (absolute paths must lie inside it)",
         "file_names": "control and reserved characters become '_'; a directory target takes the file's own name",
@@ -266,10 +267,10 @@ def _report_md(report: dict[str, Any]) -> str:
 
 
 def check() -> dict[str, Any]:
-    settings = DownloadSettings()
+    config = settings(DownloadSettings)
     return {
         "backend": "HTTP(S) via gaia_kit.web.http into the session workspace",
-        "notes": [f"files up to {settings.max_bytes:,} bytes (DOWNLOAD_MAX_BYTES)"],
+        "notes": [f"files up to {config.max_bytes:,} bytes (DOWNLOAD_MAX_BYTES)"],
     }
 
 

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from gaia_kit.core.settings import get_settings
+from gaia_kit.core.settings import forget_settings
 from gaia_kit.web.http import forget_shared_http
 
 from .checks import SPOKEN_SENTENCE
@@ -40,9 +40,9 @@ def kit_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleN
     # Outbound responses recorded by a test stay with that test, never in the user's cache.
     monkeypatch.setenv("GAIA_HTTP_CACHE_PATH", str(tmp_path / "http-cache.sqlite"))
     monkeypatch.delenv("GAIA_HTTP_CACHE_URL", raising=False)
-    get_settings.cache_clear()
+    forget_settings()
     yield SimpleNamespace(root=root, dataset=dataset, workspace=workspace)
-    get_settings.cache_clear()
+    forget_settings()
 
 
 @pytest.fixture
@@ -54,10 +54,10 @@ def workspace_quota(
     def set_quota(max_mb: int, max_files: int = 1000) -> None:
         monkeypatch.setenv("GAIA_WORKSPACE_MAX_MB", str(max_mb))
         monkeypatch.setenv("GAIA_WORKSPACE_MAX_FILES", str(max_files))
-        get_settings.cache_clear()
+        forget_settings()
 
     yield set_quota
-    get_settings.cache_clear()
+    forget_settings()
 
 
 @pytest.fixture

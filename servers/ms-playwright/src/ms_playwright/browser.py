@@ -25,7 +25,7 @@ from gaia_kit.core.paths import PathGuard, free_path
 from gaia_kit.core.quota import place, staged
 from gaia_kit.core.quota_accounting import QuotaExceeded
 from gaia_kit.core.session import Session
-from gaia_kit.core.settings import get_settings
+from gaia_kit.core.settings import get_settings, settings
 from gaia_kit.web.chromium import launch_options
 from gaia_kit.web.guard import UrlGuard
 from gaia_kit.web.proxy import REFUSED_HEADER, GuardProxy
@@ -46,7 +46,7 @@ from playwright.async_api import (
 from playwright.async_api import Error as PlaywrightError
 
 from .replay import route_through_cache
-from .settings import get_playwright_settings
+from .settings import PlaywrightSettings
 
 logger = logging.getLogger("ms_playwright")
 T = TypeVar("T")
@@ -209,7 +209,7 @@ class BrowserSession:
         try:
             finished = await download.path()  # Chromium's own copy, once the download completes
             size = finished.stat().st_size
-            cap = get_playwright_settings().max_download_bytes
+            cap = settings(PlaywrightSettings).max_download_bytes
             if size > cap:
                 await download.delete()
                 self.downloads.append(
@@ -267,13 +267,13 @@ class RenderSlots:
 
     @property
     def slots(self) -> int:
-        return get_playwright_settings().max_navigations or os.cpu_count() or 1
+        return settings(PlaywrightSettings).max_navigations or os.cpu_count() or 1
 
     @contextlib.asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
         if self._semaphore is None:
             self._semaphore = asyncio.Semaphore(self.slots)
-        queue_s = get_playwright_settings().navigation_queue_s
+        queue_s = settings(PlaywrightSettings).navigation_queue_s
         if self._semaphore.locked():
             expected = math.ceil((self.waiting + 1) / self.slots) * self.hold_s
             if expected > queue_s:
@@ -391,8 +391,8 @@ class BrowserHost:
     @property
     def guard(self) -> UrlGuard:
         if self._guard is None:
-            settings = get_playwright_settings()
-            self._guard = UrlGuard(settings.allow, settings.block, prefix="PLAYWRIGHT")
+            configured = settings(PlaywrightSettings)
+            self._guard = UrlGuard(configured.allow, configured.block, prefix="PLAYWRIGHT")
         return self._guard
 
     # -- sessions -------------------------------------------------------------------------------
@@ -411,15 +411,15 @@ class BrowserHost:
 
     async def _create(self, browser: Browser, session: Session) -> BrowserSession:
         await self._make_room()
-        settings = get_playwright_settings()
+        configured = settings(PlaywrightSettings)
         context = await browser.new_context(
             accept_downloads=True,
             service_workers="block",
-            viewport={"width": settings.width, "height": settings.height},
+            viewport={"width": configured.width, "height": configured.height},
         )
         await route_through_cache(context)
-        context.set_default_timeout(settings.action_timeout_s * 1000)
-        context.set_default_navigation_timeout(settings.navigation_timeout_s * 1000)
+        context.set_default_timeout(configured.action_timeout_s * 1000)
+        context.set_default_navigation_timeout(configured.navigation_timeout_s * 1000)
         created = BrowserSession(session.id, context, session.paths, self.guard)
         if session.id in self._evicted:
             self._evicted.discard(session.id)
@@ -432,7 +432,7 @@ class BrowserHost:
         return created
 
     async def _make_room(self) -> None:
-        limit = max(1, get_playwright_settings().max_contexts)
+        limit = max(1, settings(PlaywrightSettings).max_contexts)
         while len(self.sessions) >= limit:
             # The least recently used session, sparing one whose call is running.
             idle = [s for s in self.sessions.values() if not s.lock.locked()] or list(self.sessions.values())
@@ -462,12 +462,12 @@ class BrowserHost:
 
     async def _reap_idle(self) -> None:
         while True:
-            await asyncio.sleep(min(30.0, max(1.0, get_playwright_settings().idle_s / 4)))
+            await asyncio.sleep(min(30.0, max(1.0, settings(PlaywrightSettings).idle_s / 4)))
             await self.close_idle()
 
     async def close_idle(self) -> None:
         """Close the contexts of sessions idle past PLAYWRIGHT_IDLE_S (not one whose call is running)."""
-        limit = get_playwright_settings().idle_s
+        limit = settings(PlaywrightSettings).idle_s
         now = time.monotonic()
         for session in list(self.sessions.values()):
             if now - session.last_used > limit and not session.lock.locked():

@@ -7,11 +7,12 @@ import asyncio
 from typing import Annotated
 
 from gaia_kit.core.hints import hints
+from gaia_kit.core.settings import settings
 from playwright.async_api import Error as PlaywrightError
 from pydantic import Field
 
 from .browser import BrowserSession, Tab, first_line
-from .settings import get_playwright_settings
+from .settings import PlaywrightSettings
 from .state import failure, report, settle
 from .tool import browser_tool
 
@@ -52,7 +53,7 @@ async def _resume(session: BrowserSession, tab: Tab, done: str) -> str:
         modal = asyncio.ensure_future(tab.modal.wait())
         await asyncio.wait(
             {pending, modal},
-            timeout=get_playwright_settings().action_timeout_s,
+            timeout=settings(PlaywrightSettings).action_timeout_s,
             return_when=asyncio.FIRST_COMPLETED,
         )
         modal.cancel()

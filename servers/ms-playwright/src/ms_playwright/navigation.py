@@ -9,13 +9,14 @@ from typing import Annotated, Any, TypeVar
 
 from gaia_kit import ToolFailure
 from gaia_kit.core.hints import hints
+from gaia_kit.core.settings import settings
 from gaia_kit.web.proxy import REFUSED_HEADER
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 from pydantic import Field
 
 from .browser import BrowserSession, Tab, first_line, host
-from .settings import get_playwright_settings
+from .settings import PlaywrightSettings
 from .tool import browser_tool
 
 T = TypeVar("T")
@@ -34,7 +35,7 @@ async def browser_navigate(
         target = f"https://{target}"
     if why := await host.guard.refusal(target):
         raise ToolFailure(why)
-    timeout_s = get_playwright_settings().navigation_timeout_s
+    timeout_s = settings(PlaywrightSettings).navigation_timeout_s
     try:
         response = await _load(tab.page.goto(target, wait_until="domcontentloaded", timeout=timeout_s * 1000))
     except PlaywrightTimeout:
@@ -65,7 +66,7 @@ async def browser_navigate(
 async def browser_navigate_back(tab: Tab) -> str:
     """Go back to the previous page"""
     before = tab.page.url
-    timeout_s = get_playwright_settings().navigation_timeout_s
+    timeout_s = settings(PlaywrightSettings).navigation_timeout_s
     try:
         await _load(tab.page.go_back(wait_until="domcontentloaded", timeout=timeout_s * 1000))
     except PlaywrightTimeout:
@@ -85,7 +86,7 @@ async def browser_wait_for(
     """Wait for text to appear or disappear or a specified time to pass"""
     if time is None and not text and not textGone:
         raise ToolFailure("Pass time (seconds), text to wait for, or textGone to wait for its disappearance.")
-    bound = get_playwright_settings().max_wait_s
+    bound = settings(PlaywrightSettings).max_wait_s
     if time is not None:
         await asyncio.sleep(min(max(time, 0), bound))
     for wanted, state in ((textGone, "hidden"), (text, "visible")):

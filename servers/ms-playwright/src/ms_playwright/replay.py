@@ -7,14 +7,15 @@ client instead of Chromium; gaia_kit.web.browser_cache says what that records, r
 
 from __future__ import annotations
 
+from gaia_kit.core.settings import settings
 from gaia_kit.web.browser_cache import page_answer, through_cache
 from playwright.async_api import BrowserContext, Route
 
-from .settings import get_playwright_settings
+from .settings import PlaywrightSettings
 
 
 async def route_through_cache(context: BrowserContext) -> None:
-    if through_cache(get_playwright_settings().http_cache):
+    if through_cache(settings(PlaywrightSettings).http_cache):
         await context.route("**/*", _answer)
 
 
@@ -26,6 +27,6 @@ async def _answer(route: Route) -> None:
         await request.all_headers(),
         request.post_data_buffer,
         navigation=request.is_navigation_request(),
-        max_bytes=get_playwright_settings().max_download_bytes,
+        max_bytes=settings(PlaywrightSettings).max_download_bytes,
     )
     await route.fulfill(status=answer.status, headers=answer.headers, body=answer.body)

@@ -1,8 +1,7 @@
-"""ms-playwright's settings (PLAYWRIGHT_* variables); the browser binary and headless mode come from gaia_kit.web.chromium."""
+"""ms-playwright's settings (PLAYWRIGHT_* variables), read through gaia_kit.core.settings; the browser binary and
+headless mode come from gaia_kit.web.chromium."""
 
 from __future__ import annotations
-
-from functools import lru_cache
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -41,8 +40,3 @@ class PlaywrightSettings(BaseSettings):
     run never reaches the web."""
     width: int = 1280
     height: int = 720
-
-
-@lru_cache(maxsize=1)
-def get_playwright_settings() -> PlaywrightSettings:
-    return PlaywrightSettings()

@@ -8,11 +8,12 @@ import time
 from collections.abc import Awaitable, Callable
 
 from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.settings import settings
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from .browser import REF, BrowserSession, Tab, first_line
-from .settings import get_playwright_settings
+from .settings import PlaywrightSettings
 
 SNAPSHOT_TIMEOUT_S = 30.0
 """A snapshot is computed by the page's renderer: on a saturated machine that can take many seconds."""
@@ -67,7 +68,7 @@ async def act(session: BrowserSession, tab: Tab, what: str, action: Callable[[],
 
 async def settle(session: BrowserSession, tab: Tab) -> None:
     """Wait, bounded by PLAYWRIGHT_SETTLE_S, for loads, requests, new tabs and downloads the action started."""
-    deadline = time.monotonic() + get_playwright_settings().settle_s
+    deadline = time.monotonic() + settings(PlaywrightSettings).settle_s
 
     def busy() -> bool:
         loading = any(t.inflight for t in session.tabs) or session.saving
@@ -134,7 +135,7 @@ async def report(session: BrowserSession, done: str, *, with_snapshot: bool = Tr
             # The action itself happened: say so, and why the snapshot is missing, instead of failing it.
             parts.append(f"### Page snapshot\n(not captured: {exc})")
             return "\n\n".join(parts)
-        limit = get_playwright_settings().snapshot_chars
+        limit = settings(PlaywrightSettings).snapshot_chars
         if len(text) > limit:
             text = (
                 f"{text[:limit]}\n[Snapshot truncated at {limit} of {len(text)} characters: "

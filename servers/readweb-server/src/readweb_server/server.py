@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from gaia_kit import KitServer, ToolFailure, page, serve
 from gaia_kit.core.args import MaxLength, StartIndex
 from gaia_kit.core.hints import hints
+from gaia_kit.core.settings import settings
 from gaia_kit.pages.reader import ReaderSettings, WebPage, read_page, reader_backend
 from pydantic import Field
 
@@ -49,16 +50,16 @@ def _render(found: WebPage) -> str:
 
 
 def check() -> dict[str, Any]:
-    settings = ReaderSettings()
+    config = settings(ReaderSettings)
     try:
-        backend = reader_backend(settings)
+        backend = reader_backend()
     except ToolFailure as exc:
         return {"backend": "none", "missing": [str(exc)]}
-    fallback = ", local extraction if it fails" if settings.readweb_backend in ("", "auto") else ""
+    fallback = ", local extraction if it fails" if config.readweb_backend in ("", "auto") else ""
     described = {
         "local": "local fetch + trafilatura (keyless)",
-        "jina": f"Jina Reader at {settings.jina_api_url}{fallback}",
-        "tavily": f"Tavily extract at {settings.tavily_api_url}{fallback}",
+        "jina": f"Jina Reader at {config.jina_api_url}{fallback}",
+        "tavily": f"Tavily extract at {config.tavily_api_url}{fallback}",
     }[backend]
     notes = [] if backend != "local" else ["JINA_API_KEY or TAVILY_API_KEY would enable a hosted reader"]
     return {"backend": described, "notes": notes}

@@ -8,7 +8,8 @@ from typing import Annotated, Any, Literal
 from gaia_kit import KitServer, serve, session_of
 from gaia_kit.core.hints import hints
 from gaia_kit.core.results import json_result, with_data
-from gaia_kit.execution.policy import get_policy_settings
+from gaia_kit.core.settings import settings
+from gaia_kit.execution.policy import PolicySettings
 from gaia_kit.execution.sandbox import Limits, sandbox_status
 from gaia_kit.execution.shell import run_command
 from mcp.server.mcpserver import Context
@@ -149,7 +150,7 @@ def _history_text(entries: list[dict[str, Any]], output_format: str) -> str:
 )
 def get_terminal_capabilities() -> CallToolResult:
     """Get information about terminal service capabilities and configuration."""
-    status, limits, policy = sandbox_status(), Limits.from_settings(), get_policy_settings()
+    status, limits, policy = sandbox_status(), Limits.from_settings(), settings(PolicySettings)
     return json_result(
         {
             "shell": "bash",

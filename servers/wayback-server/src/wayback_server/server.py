@@ -21,6 +21,7 @@ from gaia_kit.core.benchmark_guard import screen_text
 from gaia_kit.core.hints import hints
 from gaia_kit.core.output import formatted
 from gaia_kit.core.results import json_result, with_data
+from gaia_kit.core.settings import settings
 from gaia_kit.documents.text import sniff_encoding
 from gaia_kit.pages.extract import document_text
 from gaia_kit.web.errors import HttpFailure
@@ -75,9 +76,9 @@ async def list_archived_versions(
     Captures come oldest first from the CDX API; consecutive captures with identical content are
     shown once. Dates may be a prefix (2015, 201503). When more exist, the answer says how to go on.
     """
-    settings = WaybackSettings()
+    config = settings(WaybackSettings)
     site = _site(url)
-    cap = settings.max_versions
+    cap = config.max_versions
     wanted = cap if limit <= 0 else min(limit, cap)
     params: dict[str, Any] = {"url": site, "output": "json", "fl": ",".join(CDX_FIELDS), "collapse": "digest"}
     params |= {"limit": wanted + 1}  # one more than shown tells whether there are more
@@ -85,8 +86,8 @@ async def list_archived_versions(
         params["from"] = _timestamp(from_date, "from_date")
     if to_date:
         params["to"] = _timestamp(to_date, "to_date")
-    rows = _cdx_rows(await _get(settings.cdx_url, "WAYBACK_CDX_URL", params))
-    versions = [_version(row, settings) for row in rows[:wanted]]
+    rows = _cdx_rows(await _get(config.cdx_url, "WAYBACK_CDX_URL", params))
+    versions = [_version(row, config) for row in rows[:wanted]]
     if not versions:
         window = f" between {from_date or 'the start'} and {to_date or 'now'}" if from_date or to_date else ""
         raise ToolFailure(
@@ -123,12 +124,12 @@ async def get_archived_content(
     archived (no Wayback toolbar), as markdown when extract_text_only, else as the raw HTML. Long
     content comes in parts: the answer ends with the start_index to read on.
     """
-    settings = WaybackSettings()
+    config = settings(WaybackSettings)
     site = _site(url)
     wanted = _timestamp(timestamp, "timestamp")
-    nearest = await _nearest(site, wanted, settings)
+    nearest = await _nearest(site, wanted, config)
     target = nearest[1] if nearest else site
-    snapshot = f"{settings.snapshot_url.rstrip('/')}/{nearest[0] if nearest else wanted}id_/{target}"
+    snapshot = f"{config.snapshot_url.rstrip('/')}/{nearest[0] if nearest else wanted}id_/{target}"
     try:
         response = await shared_http().get(snapshot)
     except HttpFailure as exc:
@@ -138,11 +139,11 @@ async def get_archived_content(
             f"The Wayback Machine has no capture of {site} near {wanted}; list_archived_versions shows "
             "which dates exist."
         ) from None
-    found = await run_blocking(_content, response, site, wanted, extract_text_only, settings)
+    found = await run_blocking(_content, response, site, wanted, extract_text_only, config)
     screen_text(found["content"], found["archive_url"])  # the whole capture, before it is paged
     if truncate_content:
         found["content"] = truncate(
-            found["content"], settings.truncate_chars, note="Pass truncate_content=false to read it all."
+            found["content"], config.truncate_chars, note="Pass truncate_content=false to read it all."
         )
     return page(formatted(found, output_format, _content_md), start_index, max_length)
 
@@ -152,16 +153,16 @@ async def get_archived_content(
 )
 def get_wayback_capabilities() -> CallToolResult:
     """Get Wayback Machine service capabilities and configuration."""
-    settings = WaybackSettings()
+    config = settings(WaybackSettings)
     info = {
         "apis": {
-            "versions": f"CDX {settings.cdx_url} (output=json, collapse=digest)",
-            "nearest_capture": f"availability {settings.availability_url}",
-            "content": f"raw captures {settings.snapshot_url}/<timestamp>id_/<url> (no Wayback toolbar)",
+            "versions": f"CDX {config.cdx_url} (output=json, collapse=digest)",
+            "nearest_capture": f"availability {config.availability_url}",
+            "content": f"raw captures {config.snapshot_url}/<timestamp>id_/<url> (no Wayback toolbar)",
         },
         "timestamps": "YYYYMMDDhhmmss or a prefix (YYYY, YYYYMM, YYYYMMDD); dashes, colons and spaces are ignored",
-        "max_versions_per_call": settings.max_versions,
-        "truncate_chars": settings.truncate_chars,
+        "max_versions_per_call": config.max_versions,
+        "truncate_chars": config.truncate_chars,
         "content": "markdown of the page's main text (extract_text_only) or raw HTML; PDFs as page text",
         "rate": "at most 2 concurrent requests to archive.org (GAIA_HTTP_HOST_LIMITS); answers cached",
         "output_formats": ["markdown", "json", "text"],
@@ -209,11 +210,11 @@ def _cdx_rows(response: HttpResponse) -> list[dict[str, str]]:
     return [dict(zip(header, row, strict=False)) for row in rows]
 
 
-async def _nearest(site: str, wanted: str, settings: WaybackSettings) -> tuple[str, str] | None:
+async def _nearest(site: str, wanted: str, config: WaybackSettings) -> tuple[str, str] | None:
     """(timestamp, original URL) of the capture the availability API finds nearest, or None."""
     params = {"url": site, "timestamp": wanted}
     try:
-        response = await _get(settings.availability_url, "WAYBACK_AVAILABILITY_URL", params)
+        response = await _get(config.availability_url, "WAYBACK_AVAILABILITY_URL", params)
     except HttpFailure as exc:
         if exc.status == 429 or exc.status >= 500:
             return None  # the id_ form finds the nearest capture too, by redirecting to it
@@ -226,7 +227,7 @@ async def _nearest(site: str, wanted: str, settings: WaybackSettings) -> tuple[s
     return str(closest["timestamp"]), original
 
 
-def _version(row: dict[str, str], settings: WaybackSettings) -> dict[str, Any]:
+def _version(row: dict[str, str], config: WaybackSettings) -> dict[str, Any]:
     stamp = row.get("timestamp", "")
     length = row.get("length", "")
     return {
@@ -236,7 +237,7 @@ def _version(row: dict[str, str], settings: WaybackSettings) -> dict[str, Any]:
         "status": row.get("statuscode", ""),
         "mimetype": row.get("mimetype", ""),
         "length": int(length) if length.isdigit() else None,
-        "archive_url": f"{settings.snapshot_url.rstrip('/')}/{stamp}/{row.get('original', '')}",
+        "archive_url": f"{config.snapshot_url.rstrip('/')}/{stamp}/{row.get('original', '')}",
     }
 
 
@@ -248,14 +249,14 @@ def _iso(stamp: str) -> str:
 
 
 def _content(
-    response: HttpResponse, site: str, wanted: str, extract: bool, settings: WaybackSettings
+    response: HttpResponse, site: str, wanted: str, extract: bool, config: WaybackSettings
 ) -> dict[str, Any]:
     final = re.search(r"/web/(\d{4,14})[a-z_]*/(.*)$", response.url)
     actual = final.group(1) if final else wanted
     original = final.group(2) if final else site
     content_type = response.headers.get("content-type", "")
     if extract:
-        extracted = document_text(response.content, content_type, original, max_pages=settings.pdf_pages)
+        extracted = document_text(response.content, content_type, original, max_pages=config.pdf_pages)
         title, text = extracted.title, extracted.text
     else:
         if sniff_encoding(response.content[:65536]) is None:
@@ -272,7 +273,7 @@ def _content(
         "snapshot_timestamp": actual,
         "snapshot_date": _iso(actual),
         "original": original,
-        "archive_url": f"{settings.snapshot_url.rstrip('/')}/{actual}/{original}",
+        "archive_url": f"{config.snapshot_url.rstrip('/')}/{actual}/{original}",
         "content_type": content_type.split(";")[0].strip(),
         "title": title,
         "content": text,
@@ -303,8 +304,8 @@ def _content_md(found: dict[str, Any]) -> str:
 
 
 def check() -> dict[str, Any]:
-    settings = WaybackSettings()
-    return {"backend": f"Wayback Machine APIs (CDX {settings.cdx_url}, availability, id_ captures)"}
+    config = settings(WaybackSettings)
+    return {"backend": f"Wayback Machine APIs (CDX {config.cdx_url}, availability, id_ captures)"}
 
 
 def main() -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -31,9 +30,12 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from mcp_types import CallToolResult, EmbeddedResource, TextContent, TextResourceContents
+from pydantic import ValidationInfo, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from gaia_kit.core.calls import current_call
 from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.settings import settings
 
 logger = logging.getLogger("gaia_kit.benchmark_guard")
 
@@ -57,48 +59,53 @@ class Withheld(ToolFailure):
     """A result the guard withholds; its sentence says why and what to do instead."""
 
 
-@dataclass(frozen=True)
-class GuardSettings:
-    mirrors: tuple[str, ...]
-    shingle_words: int
-    min_containment: float
-    min_shared: int
+class GuardSettings(BaseSettings):
+    """GAIA_GUARD_* variables; a number out of its range is refused in one sentence that names it."""
 
+    model_config = SettingsConfigDict(env_prefix="GAIA_GUARD_", extra="ignore")
+
+    mirrors: str | None = None
+    """Patterns that replace DEFAULT_MIRRORS, comma-separated; `none` for no defaults."""
+    extra_mirrors: str = ""
+    """Patterns added to the mirrors, comma-separated."""
+    shingle_words: int = 5
+    min_containment: float = 0.5
+    min_shared: int = 6
+
+    @property
+    def mirror_patterns(self) -> tuple[str, ...]:
+        listed = DEFAULT_MIRRORS if self.mirrors is None else _patterns(self.mirrors)
+        return listed + _patterns(self.extra_mirrors)
+
+    @field_validator("shingle_words", "min_containment", "min_shared", mode="before")
     @classmethod
-    def from_env(cls) -> GuardSettings:
-        listed = os.environ.get("GAIA_GUARD_MIRRORS")
-        mirrors = DEFAULT_MIRRORS if listed is None else _patterns(listed)
-        mirrors += _patterns(os.environ.get("GAIA_GUARD_EXTRA_MIRRORS", ""))
-        return cls(
-            mirrors=mirrors,
-            shingle_words=_number("GAIA_GUARD_SHINGLE_WORDS", 5, int, 2, 20),
-            min_containment=_number("GAIA_GUARD_MIN_CONTAINMENT", 0.5, float, 0.05, 1.0),
-            min_shared=_number("GAIA_GUARD_MIN_SHARED", 6, int, 1, 1000),
-        )
+    def _in_range(cls, raw: Any, info: ValidationInfo) -> Any:
+        kind, low, high = RANGES[info.field_name]
+        text = str(raw).strip()
+        if not text:
+            return cls.model_fields[info.field_name].default
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            # A ToolFailure passes through pydantic as it is: the sentence names the variable.
+            name = f"GAIA_GUARD_{info.field_name.upper()}"
+            raise ToolFailure(
+                f"{name}={text!r} is not a {kind.__name__} from {low:g} to {high:g}; fix or unset it."
+            )
+        return value
 
 
-@lru_cache(maxsize=1)
-def guard_settings() -> GuardSettings:
-    return GuardSettings.from_env()
+RANGES: dict[str, tuple[type, float, float]] = {
+    "shingle_words": (int, 2, 20),
+    "min_containment": (float, 0.05, 1.0),
+    "min_shared": (int, 1, 1000),
+}
 
 
 def _patterns(text: str) -> tuple[str, ...]:
     return tuple(p.strip().lower() for p in text.split(",") if p.strip() and p.strip().lower() != "none")
-
-
-def _number(name: str, default: Any, kind: type, low: float, high: float) -> Any:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = kind(raw)
-    except ValueError:
-        value = None
-    if value is None or not low <= value <= high:
-        raise ToolFailure(
-            f"{name}={raw!r} is not a {kind.__name__} from {low:g} to {high:g}; fix or unset it."
-        )
-    return value
 
 
 # ---- mirrors -------------------------------------------------------------------------------------
@@ -114,7 +121,7 @@ def mirror_pattern(url: str) -> str | None:
         rest = unquote(parts.path or "/").lower() + (
             f"?{unquote(parts.query).lower()}" if parts.query else ""
         )
-        for pattern in guard_settings().mirrors:
+        for pattern in settings(GuardSettings).mirror_patterns:
             if _matches(host, rest, pattern):
                 return pattern
     return None
@@ -163,11 +170,11 @@ class Question:
 
 @lru_cache(maxsize=64)
 def question(text: str) -> Question:
-    settings = guard_settings()
-    n = settings.shingle_words
+    thresholds = settings(GuardSettings)
+    n = thresholds.shingle_words
     found = words(text)
     shingles = frozenset(tuple(found[i : i + n]) for i in range(len(found) - n + 1))
-    needed = max(settings.min_shared, math.ceil(settings.min_containment * len(shingles)))
+    needed = max(thresholds.min_shared, math.ceil(thresholds.min_containment * len(shingles)))
     return Question(shingles, frozenset(found), len(shingles), needed)
 
 
@@ -181,7 +188,7 @@ def containment(task: str, text: str) -> float:
 
 
 def _shared(asked: Question, text: str, stop_at: int) -> int:
-    n = guard_settings().shingle_words
+    n = settings(GuardSettings).shingle_words
     found = words(text)
     seen: set[tuple[str, ...]] = set()
     for i in range(len(found) - n + 1):

@@ -56,7 +56,7 @@ def _checked_workspace(raw: str) -> Path:
 @lru_cache(maxsize=1)
 def _standalone_session() -> Session:
     """A server run on its own (no gateway) keeps one workspace for its lifetime."""
-    configured = os.environ.get("GAIA_WORKSPACE")
+    configured = get_settings().workspace
     if configured:
         path = Path(configured)
         path.mkdir(parents=True, exist_ok=True)

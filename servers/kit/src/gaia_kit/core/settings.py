@@ -1,10 +1,14 @@
-"""Settings every server reads from its environment (GAIA_* variables)."""
+"""Settings every server reads from its environment (GAIA_* variables), and their one lifetime.
+
+Every settings class of the kit and the servers is read through `settings(cls)`: once per process, on
+first use, so a changed environment needs a restart. Tests that change it call `forget_settings()`.
+"""
 
 from __future__ import annotations
 
 import tempfile
-from functools import lru_cache
 from pathlib import Path
+from typing import TypeVar, cast
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -42,11 +46,32 @@ class KitSettings(BaseSettings):
     workspace_max_files: int = 50_000
     """Most files, folders and links one session workspace may hold; 0 for no limit."""
 
+    workspace: str = ""
+    """The one workspace of a server run standalone (no gateway); a fresh temporary one when unset."""
+
     gateway_sessions: bool = False
     """Set by the gateway: it owns session lifetimes (one TTL) and says when each ends, so servers
     keep no idle timers of their own."""
 
 
-@lru_cache(maxsize=1)
+S = TypeVar("S", bound=BaseSettings)
+
+_read: dict[type[BaseSettings], BaseSettings] = {}
+
+
+def settings(cls: type[S]) -> S:
+    """The process's one instance of `cls`, read from the environment the first time it is asked for."""
+    found = _read.get(cls)
+    if found is None:
+        # Two threads may both read it; setdefault keeps the first, so every caller sees one instance.
+        found = _read.setdefault(cls, cls())
+    return cast(S, found)
+
+
+def forget_settings() -> None:
+    """Drop every instance read so far: the next `settings(cls)` reads the environment again."""
+    _read.clear()
+
+
 def get_settings() -> KitSettings:
-    return KitSettings()
+    return settings(KitSettings)

@@ -28,11 +28,12 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.settings import settings
 from gaia_kit.execution.process import run_in_group
 from gaia_kit.execution.sandbox import (
+    SandboxSettings,
     SandboxUnavailable,
     _bubblewrap_problem,
-    get_sandbox_settings,
     system_mounts,
 )
 
@@ -56,7 +57,7 @@ def run_confined(
     """run_in_group(args, ...) with only `reads` (read-only) and `writes` (read-write) visible and no
     network. `env` is added to a minimal environment: nothing of the server's passes (API keys)."""
     environment = {**BASE_ENV, **(env or {})}
-    if get_sandbox_settings().backend == "unsandboxed":
+    if settings(SandboxSettings).backend == "unsandboxed":
         logger.warning("GAIA_SANDBOX=unsandboxed: running %s without confinement", Path(args[0]).name)
         return run_in_group(
             args,
@@ -162,7 +163,7 @@ def _bwrap_command(
     # anyone may read, and change no mount); as anyone else a user namespace holds it.
     command += ([] if os.geteuid() == 0 else ["--unshare-user"]) + ["--cap-drop", "ALL"]
     # /tmp is memory: bounded as the code sandbox's is (GAIA_SANDBOX_TMP_MB).
-    tmp_bytes = get_sandbox_settings().tmp_mb * 1024 * 1024
+    tmp_bytes = settings(SandboxSettings).tmp_mb * 1024 * 1024
     command += [*system_mounts(), "--size", str(tmp_bytes), "--perms", "1777", "--tmpfs", "/tmp"]
     for fd, _, path in reads:
         command += ["--ro-bind-fd", str(fd), str(path)]

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Literal, NamedTuple
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from gaia_kit.core.settings import settings
 
 WRAPPERS = {"env", "nice", "nohup", "time", "timeout", "stdbuf", "command", "exec", "xargs"}
 DEFAULT_DENY = (
@@ -43,11 +44,6 @@ class PolicySettings(BaseSettings):
     """Longest command (UTF-8 bytes). Linux refuses a single argument of 128 KiB or more to `bash -c`."""
 
 
-@lru_cache(maxsize=1)
-def get_policy_settings() -> PolicySettings:
-    return PolicySettings()
-
-
 @dataclass(frozen=True)
 class Verdict:
     allowed: bool
@@ -60,26 +56,26 @@ def _names(text: str) -> set[str]:
 
 def check_command(command: str) -> Verdict:
     """Allowed, or refused with the rule that refused it."""
-    settings = get_policy_settings()
+    rules = settings(PolicySettings)
     if not command.strip():
         return Verdict(False, "the command is empty; pass a shell command such as `ls -la`")
     size = len(command.encode("utf-8", "surrogatepass"))
-    if size > settings.max_command_bytes:
+    if size > rules.max_command_bytes:
         return Verdict(
             False,
-            f"rule length: the command is {size} bytes, over the limit of {settings.max_command_bytes} "
+            f"rule length: the command is {size} bytes, over the limit of {rules.max_command_bytes} "
             "(GAIA_TERMINAL_MAX_COMMAND_BYTES); write a long script to a file in the workspace and run it",
         )
     try:
         tokens = shell_tokens(command)
     except ValueError as exc:
         return Verdict(False, f"the command does not parse as shell words ({exc}); check its quotes")
-    deny, allow = _names(settings.deny), _names(settings.allow)
+    deny, allow = _names(rules.deny), _names(rules.allow)
     for program, args in _simple_commands(tokens):
         name = PurePosixPath(program).name
-        if settings.policy == "allowlist" and name not in allow:
+        if rules.policy == "allowlist" and name not in allow:
             return Verdict(False, f"rule allowlist: `{name}` is not in GAIA_TERMINAL_ALLOW")
-        if settings.policy == "denylist" and (name in deny or name.split(".")[0] in deny):
+        if rules.policy == "denylist" and (name in deny or name.split(".")[0] in deny):
             return Verdict(False, f"rule deny:{name}: `{name}` is refused (GAIA_TERMINAL_DENY)")
         if name == "rm" and any(a in {"/", "/*", "~", "~/"} for a in args):
             return Verdict(False, "rule rm-root: removing / or the home directory is refused")

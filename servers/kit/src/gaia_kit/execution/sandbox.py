@@ -36,7 +36,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from gaia_kit.core.errors import ToolFailure
 from gaia_kit.core.quota_accounting import size_text
 from gaia_kit.core.quota_watch import CommandWatch
-from gaia_kit.core.settings import get_settings
+from gaia_kit.core.settings import get_settings, settings
 from gaia_kit.execution.memory import MemoryWatch
 
 logger = logging.getLogger("gaia_kit.execution.sandbox")
@@ -75,11 +75,6 @@ class SandboxSettings(BaseSettings):
     """All processes of one execution plus its /tmp and /var/tmp files; memory_mb when unset."""
 
 
-@lru_cache(maxsize=1)
-def get_sandbox_settings() -> SandboxSettings:
-    return SandboxSettings()
-
-
 @dataclass(frozen=True)
 class Limits:
     wall_s: float = 30
@@ -93,7 +88,7 @@ class Limits:
 
     @classmethod
     def from_settings(cls) -> Limits:
-        s = get_sandbox_settings()
+        s = settings(SandboxSettings)
         return cls(
             s.wall_s, s.cpu_s, s.memory_mb, s.processes, s.file_size_mb, s.output_chars, s.total_memory_mb
         )
@@ -169,7 +164,7 @@ async def run_sandboxed(
     env: dict[str, str] | None = None,
 ) -> SandboxResult:
     """Run `argv` in the sandbox with `workspace` mounted read-write; never raises for the command's failure."""
-    settings = get_sandbox_settings()
+    sandbox = settings(SandboxSettings)
     limits = limits or Limits.from_settings()
     workspace = Path(os.path.realpath(workspace))
     if not workspace.is_dir():
@@ -179,14 +174,14 @@ async def run_sandboxed(
         raise ToolFailure(
             "The working directory is no longer a directory inside the workspace; change to another one."
         )
-    network = network or settings.network
+    network = network or sandbox.network
     environment = _environment(workspace, env)
     watch = await CommandWatch.begin(workspace)
     file_size = limits.file_size_mb * 1024 * 1024
     if watch is not None and watch.file_size_room is not None:
         file_size = min(file_size, watch.file_size_room)
     inner = [*_prlimit(limits, file_size), "--", *argv]
-    if settings.backend == "unsandboxed":
+    if sandbox.backend == "unsandboxed":
         logger.warning("GAIA_SANDBOX=unsandboxed: running %s on the host without isolation", argv[:1])
         command, preexec = inner, None
         spawn_env, spawn_cwd = environment, cwd
@@ -224,9 +219,9 @@ def _hit_file_size(result: SandboxResult) -> bool:
 
 def sandbox_status() -> dict:
     """For --check and `gaia-env doctor`: the backend in use, what is missing, and notes."""
-    settings = get_sandbox_settings()
+    sandbox = settings(SandboxSettings)
     missing = [tool for tool in ("prlimit",) if shutil.which(tool) is None]
-    if settings.backend == "unsandboxed":
+    if sandbox.backend == "unsandboxed":
         return {
             "backend": "unsandboxed",
             "missing": missing,
@@ -239,7 +234,7 @@ def sandbox_status() -> dict:
     return {
         "backend": "bubblewrap",
         "missing": missing + ([problem] if problem else []),
-        "notes": [f"network {'on' if settings.network else 'off'}; limits {Limits.from_settings()}"],
+        "notes": [f"network {'on' if sandbox.network else 'off'}; limits {Limits.from_settings()}"],
     }
 
 
@@ -249,7 +244,7 @@ def sandbox_status() -> dict:
 def _bwrap_command(
     inner: list[str], workspace: Path, cwd: Path, env: dict[str, str], network: bool, uid: int | None
 ) -> list[str]:
-    settings = get_sandbox_settings()
+    sandbox = settings(SandboxSettings)
     args = ["bwrap", "--die-with-parent", "--new-session", "--hostname", "gaia-sandbox"]
     args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
     args += [] if network else ["--unshare-net"]
@@ -258,8 +253,8 @@ def _bwrap_command(
     args += system_mounts()
     if network:
         args += ["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
-    args += ["--size", str(settings.tmp_mb * 1024 * 1024), "--perms", "1777", "--tmpfs", "/tmp"]
-    args += ["--size", str(settings.tmp_mb * 1024 * 1024), "--perms", "1777", "--tmpfs", "/var/tmp"]
+    args += ["--size", str(sandbox.tmp_mb * 1024 * 1024), "--perms", "1777", "--tmpfs", "/tmp"]
+    args += ["--size", str(sandbox.tmp_mb * 1024 * 1024), "--perms", "1777", "--tmpfs", "/var/tmp"]
     made: set[str] = {"/", "/usr", "/etc", "/tmp", "/var", "/proc", "/dev"}
     for source in _runtime_roots():
         args += _mount(["--ro-bind"], source, source, made)

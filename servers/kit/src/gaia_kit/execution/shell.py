@@ -10,7 +10,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from gaia_kit.core.errors import ToolFailure
-from gaia_kit.execution.policy import check_command, get_policy_settings
+from gaia_kit.core.settings import settings
+from gaia_kit.execution.policy import PolicySettings, check_command
 from gaia_kit.execution.sandbox import Limits, SandboxResult, run_sandboxed
 
 
@@ -21,7 +22,7 @@ async def run_command(
     verdict = check_command(command)
     if not verdict.allowed:
         raise ToolFailure(f"Command refused: {verdict.reason}.")
-    limit = get_policy_settings().max_timeout_s
+    limit = settings(PolicySettings).max_timeout_s
     if timeout <= 0 or timeout > limit:
         raise ToolFailure(f"timeout must be between 1 and {limit} seconds.")
     limits = replace(Limits.from_settings(), wall_s=timeout)

@@ -29,6 +29,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from gaia_kit.core.benchmark_guard import refuse_mirror, screen_text
 from gaia_kit.core.blocking import run_blocking
 from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.settings import settings
 from gaia_kit.core.usage import charge
 from gaia_kit.pages.corpus import configured_corpus
 from gaia_kit.pages.extract import document_text
@@ -67,19 +68,19 @@ class ReaderSettings(BaseSettings):
     tavily_api_url: str = "https://api.tavily.com/extract"
 
 
-def reader_backend(settings: ReaderSettings | None = None) -> Backend:
+def reader_backend() -> Backend:
     """The backend a read uses first, from READWEB_BACKEND and the keys that are set."""
-    settings = settings or ReaderSettings()
-    wanted = settings.readweb_backend.strip().lower() or "auto"
+    config = settings(ReaderSettings)
+    wanted = config.readweb_backend.strip().lower() or "auto"
     if wanted not in BACKENDS:
         raise ToolFailure(
-            f"READWEB_BACKEND={settings.readweb_backend!r} is not one of {', '.join(BACKENDS)}; fix or unset it."
+            f"READWEB_BACKEND={config.readweb_backend!r} is not one of {', '.join(BACKENDS)}; fix or unset it."
         )
     if wanted == "auto":
-        return "jina" if settings.jina_api_key else "tavily" if settings.tavily_api_key else "local"
-    if wanted == "jina" and not settings.jina_api_key:
+        return "jina" if config.jina_api_key else "tavily" if config.tavily_api_key else "local"
+    if wanted == "jina" and not config.jina_api_key:
         raise ToolFailure("READWEB_BACKEND=jina needs JINA_API_KEY; set it, or use READWEB_BACKEND=local.")
-    if wanted == "tavily" and not settings.tavily_api_key:
+    if wanted == "tavily" and not config.tavily_api_key:
         raise ToolFailure(
             "READWEB_BACKEND=tavily needs TAVILY_API_KEY; set it, or use READWEB_BACKEND=local."
         )
@@ -103,17 +104,17 @@ async def _read_any(url: str, images: bool) -> WebPage:
     if offline is not None:
         return offline
     url = _checked_url(url)
-    settings = ReaderSettings()
-    backend = reader_backend(settings)
+    config = settings(ReaderSettings)
+    backend = reader_backend()
     if backend == "local":
-        return await _read_local(url, images, settings)
+        return await _read_local(url, images, config)
     reader = _read_jina if backend == "jina" else _read_tavily
     try:
-        return await reader(url, images, settings)
+        return await reader(url, images, config)
     except ToolFailure:
-        if settings.readweb_backend.strip().lower() not in ("", "auto"):
+        if config.readweb_backend.strip().lower() not in ("", "auto"):
             raise
-    return await _read_local(url, images, settings)
+    return await _read_local(url, images, config)
 
 
 def _checked_url(url: str) -> str:
@@ -140,12 +141,12 @@ async def _read_corpus(url: str) -> WebPage | None:
 # ---- local ---------------------------------------------------------------------------------------
 
 
-async def _read_local(url: str, images: bool, settings: ReaderSettings) -> WebPage:
+async def _read_local(url: str, images: bool, config: ReaderSettings) -> WebPage:
     response = await shared_http().get(url, headers={"Accept": ACCEPT})
     content_type = response.headers.get("content-type", "")
     extracted = await run_blocking(
         lambda: document_text(
-            response.content, content_type, response.url, max_pages=settings.readweb_pdf_pages, images=images
+            response.content, content_type, response.url, max_pages=config.readweb_pdf_pages, images=images
         )
     )
     found = _html_images(response.text(), response.url) if images and extracted.kind == "html" else ()
@@ -161,16 +162,16 @@ def _html_images(html: str, base: str) -> tuple[str, ...]:
 # ---- Jina Reader ---------------------------------------------------------------------------------
 
 
-async def _read_jina(url: str, images: bool, settings: ReaderSettings) -> WebPage:
+async def _read_jina(url: str, images: bool, config: ReaderSettings) -> WebPage:
     headers = {
         "Accept": "application/json",
-        "Authorization": f"Bearer {settings.jina_api_key}",
+        "Authorization": f"Bearer {config.jina_api_key}",
         "X-Retain-Images": "all" if images else "none",
     }
     if images:
         headers["X-With-Images-Summary"] = "true"
     response = await shared_http().get(
-        settings.jina_api_url.rstrip("/") + "/" + url, headers=headers, paid="jina"
+        config.jina_api_url.rstrip("/") + "/" + url, headers=headers, paid="jina"
     )
     data = _field(response.json(), "data", "Jina Reader")
     tokens = (data.get("usage") or {}).get("tokens") if isinstance(data.get("usage"), dict) else None
@@ -187,12 +188,12 @@ async def _read_jina(url: str, images: bool, settings: ReaderSettings) -> WebPag
 # ---- Tavily extract ------------------------------------------------------------------------------
 
 
-async def _read_tavily(url: str, images: bool, settings: ReaderSettings) -> WebPage:
+async def _read_tavily(url: str, images: bool, config: ReaderSettings) -> WebPage:
     body = {"urls": [url], "include_images": images, "extract_depth": "basic", "format": "markdown"}
-    headers = {"Authorization": f"Bearer {settings.tavily_api_key}"}
+    headers = {"Authorization": f"Bearer {config.tavily_api_key}"}
     # An extract is a read: cached like a GET, so a training run replays it offline.
     response = await shared_http().post(
-        settings.tavily_api_url, json=body, headers=headers, cache=True, paid="tavily"
+        config.tavily_api_url, json=body, headers=headers, cache=True, paid="tavily"
     )
     answer = response.json()
     results = _field(answer, "results", "Tavily")

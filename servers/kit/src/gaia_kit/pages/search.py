@@ -24,6 +24,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from gaia_kit.core.benchmark_guard import keep_unquoted
 from gaia_kit.core.blocking import run_blocking
 from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.settings import settings
 from gaia_kit.pages.corpus import CORPUS_ENV, configured_corpus
 from gaia_kit.web.http import shared_http
 
@@ -64,46 +65,44 @@ class SearchResults:
     results: list[SearchResult]
 
 
-def search_backend(settings: SearchSettings | None = None) -> Backend:
+def search_backend() -> Backend:
     """The backend a search uses, from SEARCH_BACKEND and what is configured."""
-    settings = settings or SearchSettings()
-    wanted = settings.search_backend.strip().lower() or "auto"
+    config = settings(SearchSettings)
+    wanted = config.search_backend.strip().lower() or "auto"
     if wanted not in BACKENDS:
         raise ToolFailure(
-            f"SEARCH_BACKEND={settings.search_backend!r} is not one of {', '.join(BACKENDS)}; fix or unset it."
+            f"SEARCH_BACKEND={config.search_backend!r} is not one of {', '.join(BACKENDS)}; fix or unset it."
         )
-    google = bool(settings.google_api_key and settings.google_cse_id)
+    google = bool(config.google_api_key and config.google_cse_id)
     if wanted == "auto":
         if google:
             return "google"
-        if settings.searxng_url:
+        if config.searxng_url:
             return "searxng"
-        if settings.gaia_corpus_path:
+        if config.gaia_corpus_path:
             return "corpus"
         raise ToolFailure(NOTHING_CONFIGURED)
     if wanted == "google" and not google:
         raise ToolFailure("SEARCH_BACKEND=google needs GOOGLE_API_KEY and GOOGLE_CSE_ID; set both.")
-    if wanted == "searxng" and not settings.searxng_url:
+    if wanted == "searxng" and not config.searxng_url:
         raise ToolFailure("SEARCH_BACKEND=searxng needs SEARXNG_URL (e.g. http://127.0.0.1:8888); set it.")
-    if wanted == "corpus" and not settings.gaia_corpus_path:
+    if wanted == "corpus" and not config.gaia_corpus_path:
         raise ToolFailure(f"SEARCH_BACKEND=corpus needs {CORPUS_ENV}, an index from `gaia-env corpus build`.")
     return wanted  # type: ignore[return-value]
 
 
 def describe_backend() -> str:
     """One line for `gaia-env doctor` and the capabilities tools: which backend, or why none."""
-    settings = SearchSettings()
+    config = settings(SearchSettings)
     try:
-        backend = search_backend(settings)
+        backend = search_backend()
     except ToolFailure as exc:
         return f"none: {exc}"
     if backend == "google":
-        return (
-            f"google (Custom Search JSON API at {settings.google_cse_url}, engine {settings.google_cse_id})"
-        )
+        return f"google (Custom Search JSON API at {config.google_cse_url}, engine {config.google_cse_id})"
     if backend == "searxng":
-        return f"searxng (JSON API at {settings.searxng_url})"
-    return f"corpus (offline index at {settings.gaia_corpus_path})"
+        return f"searxng (JSON API at {config.searxng_url})"
+    return f"corpus (offline index at {config.gaia_corpus_path})"
 
 
 def search_check() -> dict[str, Any]:
@@ -120,13 +119,13 @@ async def web_search(
     """At most `num` (capped at MAX_RESULTS) results for `query` from the configured backend."""
     if not query.strip():
         raise ToolFailure("The search query is empty; pass some words to search for.")
-    settings = SearchSettings()
-    backend = search_backend(settings)
+    config = settings(SearchSettings)
+    backend = search_backend()
     num = max(1, min(int(num), MAX_RESULTS))
     if backend == "google":
-        results = await _google(settings, query, num, safe, language, country)
+        results = await _google(config, query, num, safe, language, country)
     elif backend == "searxng":
-        results = await _searxng(settings, query, num, safe, language)
+        results = await _searxng(config, query, num, safe, language)
     else:
         results = await _corpus(query, num)
     kept = keep_unquoted(results, lambda r: f"{r.title}\n{r.snippet}", lambda r: r.url)
@@ -137,14 +136,14 @@ async def web_search(
 
 
 async def _google(
-    settings: SearchSettings, query: str, num: int, safe: bool, language: str, country: str
+    config: SearchSettings, query: str, num: int, safe: bool, language: str, country: str
 ) -> list[SearchResult]:
     results: list[SearchResult] = []
     start = 1
     while len(results) < num and start + min(GOOGLE_PAGE, num - len(results)) - 1 <= GOOGLE_MAX:
         params = {
-            "key": settings.google_api_key,
-            "cx": settings.google_cse_id,
+            "key": config.google_api_key,
+            "cx": config.google_cse_id,
             "q": query,
             "num": min(GOOGLE_PAGE, num - len(results)),
             "start": start,
@@ -154,7 +153,7 @@ async def _google(
             "gl": country,
         }
         response = await shared_http().get(
-            settings.google_cse_url, params=params, check=False, paid="google-search"
+            config.google_cse_url, params=params, check=False, paid="google-search"
         )
         if response.status >= 400:
             raise ToolFailure(_google_error(response.status, response.content))
@@ -189,9 +188,9 @@ def _google_error(status: int, body: bytes) -> str:
 
 
 async def _searxng(
-    settings: SearchSettings, query: str, num: int, safe: bool, language: str
+    config: SearchSettings, query: str, num: int, safe: bool, language: str
 ) -> list[SearchResult]:
-    url = settings.searxng_url.rstrip("/") + "/search"
+    url = config.searxng_url.rstrip("/") + "/search"
     results: list[SearchResult] = []
     seen: set[str] = set()
     for page in range(1, SEARXNG_MAX_PAGES + 1):
@@ -205,12 +204,12 @@ async def _searxng(
         response = await shared_http().get(url, params=params, check=False)
         if response.status == 403:
             raise ToolFailure(
-                f"The SearXNG instance at {settings.searxng_url} refuses JSON answers; add `json` to "
+                f"The SearXNG instance at {config.searxng_url} refuses JSON answers; add `json` to "
                 "search.formats in its settings.yml."
             )
         if response.status >= 400:
             raise ToolFailure(
-                f"The SearXNG instance at {settings.searxng_url} answered HTTP {response.status}; check "
+                f"The SearXNG instance at {config.searxng_url} answered HTTP {response.status}; check "
                 "SEARXNG_URL and that the instance is up."
             )
         items = response.json().get("results") or []

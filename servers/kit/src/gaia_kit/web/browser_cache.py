@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from gaia_kit.core.calls import detached
 from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.settings import settings
 from gaia_kit.web.config import HttpSettings
 from gaia_kit.web.http import shared_http
 
@@ -44,7 +45,7 @@ class PageAnswer:
 def through_cache(opted_in: bool) -> bool:
     """Whether a browser's traffic goes through the HTTP cache: when its server opted in under
     read-write, and always under replay (a replay run must never reach the web)."""
-    mode = HttpSettings().cache_mode
+    mode = settings(HttpSettings).cache_mode
     return mode == "replay" or (mode == "read-write" and opted_in)
 
 

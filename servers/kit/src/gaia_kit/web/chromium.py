@@ -13,7 +13,22 @@ import os
 import shutil
 from typing import Any
 
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
 from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.settings import settings
+
+
+class ChromiumSettings(BaseSettings):
+    """GAIA_CHROMIUM_PATH and GAIA_BROWSER_HEADLESS."""
+
+    model_config = SettingsConfigDict(env_prefix="GAIA_", extra="ignore")
+
+    chromium_path: str = ""
+    """The browser binary, a path or a name on PATH; empty searches PATH for CANDIDATES."""
+    browser_headless: str = "true"
+    """Anything but 0, false, no or off is headless (the gateway's --vnc mode sets false, with DISPLAY)."""
+
 
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
@@ -40,7 +55,7 @@ CHANNEL_FLAGS = (
 
 def chromium_path() -> str:
     """The browser binary: GAIA_CHROMIUM_PATH, else the first Chromium or Chrome on PATH."""
-    configured = os.environ.get("GAIA_CHROMIUM_PATH", "").strip()
+    configured = settings(ChromiumSettings).chromium_path.strip()
     if configured:
         if os.path.isfile(configured) and os.access(configured, os.X_OK):
             return configured
@@ -71,7 +86,7 @@ def chromium_args() -> list[str]:
 
 def headless() -> bool:
     """Headless unless GAIA_BROWSER_HEADLESS=false (the gateway's --vnc mode sets it, with DISPLAY)."""
-    return os.environ.get("GAIA_BROWSER_HEADLESS", "true").strip().lower() not in {"0", "false", "no", "off"}
+    return settings(ChromiumSettings).browser_headless.strip().lower() not in {"0", "false", "no", "off"}
 
 
 def launch_options() -> dict[str, Any]:

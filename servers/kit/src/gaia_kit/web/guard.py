@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from gaia_kit.core.benchmark_guard import mirror_pattern, mirror_sentence
 from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.settings import settings
 from gaia_kit.web.config import HttpSettings
 from gaia_kit.web.ssrf import AllowList, IPAddress, resolve_checked
 
@@ -25,10 +26,10 @@ VERDICT_TTL_S = 60.0
 
 
 class UrlGuard:
-    """GAIA_HTTP_ALLOW is read once, here; `allow` and `block` are named `{prefix}_ALLOW`, `{prefix}_BLOCK`."""
+    """GAIA_HTTP_ALLOW is taken once, here; `allow` and `block` are named `{prefix}_ALLOW`, `{prefix}_BLOCK`."""
 
     def __init__(self, allow: str = "", block: str = "", prefix: str = "") -> None:
-        self.allow = AllowList(f"{HttpSettings().allow},{allow}")
+        self.allow = AllowList(f"{settings(HttpSettings).allow},{allow}")
         self.block = AllowList(block)  # same matching rules: names, `*.` and networks
         self.prefix = prefix
         self._verdicts: dict[tuple[str, int], tuple[float, list[IPAddress] | str]] = {}

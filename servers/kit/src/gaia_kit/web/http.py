@@ -25,6 +25,7 @@ import httpx
 
 from gaia_kit.core.benchmark_guard import refuse_mirror
 from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.settings import forget_settings, settings
 from gaia_kit.core.usage import charge, check_budget
 from gaia_kit.web.cache import Cache
 from gaia_kit.web.config import HttpSettings, user_agent
@@ -38,8 +39,8 @@ from gaia_kit.web.transport import Transport
 class HttpClient:
     """Timeouts, retries, per-host limits, size cap, SSRF guard and cache around one httpx client."""
 
-    def __init__(self, settings: HttpSettings | None = None):
-        self.settings = settings or HttpSettings()
+    def __init__(self, config: HttpSettings | None = None):
+        self.settings = config or settings(HttpSettings)
         self.user_agent = user_agent(self.settings.contact)
         self._transport = Transport(self.settings)
         self._recorder = Recorder(self.settings)
@@ -153,6 +154,7 @@ _shared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, HttpClient] = weak
 def forget_shared_http() -> None:
     """Drop the per-loop clients, so the next shared_http() reads GAIA_HTTP_* again (tests switch modes)."""
     _shared.clear()
+    forget_settings()
 
 
 def shared_http() -> HttpClient:
