@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from gaia_contract import CLIENT_SESSION_HEADER, MCP_SESSION_HEADER
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
@@ -242,7 +243,7 @@ def open_mcp_session(gateway: RunningGateway, name: str, accept: str) -> Front:
     reply = httpx.post(gateway.url, json=body, headers={"Accept": accept}, timeout=30)
     reply.raise_for_status()
     headers = {
-        "mcp-session-id": reply.headers["mcp-session-id"],
+        MCP_SESSION_HEADER: reply.headers[MCP_SESSION_HEADER],
         "mcp-protocol-version": answer_of(reply)["result"]["protocolVersion"],
         "Accept": accept,
     }
@@ -254,8 +255,8 @@ def open_mcp_session(gateway: RunningGateway, name: str, accept: str) -> Front:
 def fronts(gateway: RunningGateway) -> list[Front]:
     return [
         Front("bare", {}),
-        Front("bare-keyed", {"X-Session-Id": SESSION_IDS[0]}),
-        Front("bare-keyed-2", {"X-Session-Id": SESSION_IDS[1]}),
+        Front("bare-keyed", {CLIENT_SESSION_HEADER: SESSION_IDS[0]}),
+        Front("bare-keyed-2", {CLIENT_SESSION_HEADER: SESSION_IDS[1]}),
         open_mcp_session(gateway, "mcp-session-json", "application/json"),
         open_mcp_session(gateway, "mcp-session-sse", ACCEPT),
     ]
