@@ -27,6 +27,11 @@ def hoard() -> None:
         kept.append(bytearray(16 * 2**20))
 
 
+def borrow(blocks: int) -> int:
+    kept = [bytearray(8 * 2**20) for _ in range(blocks)]  # zero-filled: every page resident
+    return len(kept)
+
+
 def refuse() -> None:
     raise ToolFailure("report.docx is damaged.")
 
@@ -56,6 +61,23 @@ async def test_past_the_limit_the_call_gets_a_sentence_and_the_server_keeps_noth
         await run_bounded(work)
     assert await run_bounded(grab, 100) == 100 * 2**20  # under the limit: fine
     assert resident_mb() - before < 32  # the parent never held the child's memory
+
+
+async def test_heap_the_server_freed_is_not_lent_to_a_call_past_its_limit(monkeypatch):
+    """A server freed 192 MB it keeps in its heap: a child under a 64 MB limit reuses that heap
+    without a new mapping, which RLIMIT_AS alone never saw (it granted 112 MB here)."""
+    monkeypatch.setenv("GAIA_CALL_MEMORY_MB", "64")
+    raised = bytearray(32 * 2**20)
+    del raised  # glibc's mmap threshold now passes 8 MB: such blocks come from the heap
+    freed, pinned = [], []
+    for _ in range(24):
+        freed.append(bytearray(8 * 2**20))
+        pinned.append(bytearray(4096))  # keeps the heap from shrinking when the blocks go
+    del freed
+    with pytest.raises(CallOutOfMemory, match="more than the 64 MB of memory one call may use"):
+        await run_bounded(borrow, 12)
+    assert await run_bounded(borrow, 4) == 4
+    del pinned
 
 
 async def test_a_cancelled_call_kills_its_child(monkeypatch):

@@ -15,7 +15,7 @@ from typing import BinaryIO, TypeVar
 
 import httpx
 from gaia_kit import PathGuard, ToolFailure, get_settings, run_blocking
-from gaia_kit.core.bounded import run_bounded
+from gaia_kit.core.bounded import call_memory_mb, out_of_memory, run_bounded
 from gaia_kit.core.limits import check_pixels, image_bomb, max_image_pixels
 from gaia_kit.web.http import shared_http
 from PIL import Image, ImageOps, UnidentifiedImageError
@@ -130,6 +130,16 @@ def _opened(source: BinaryIO, name: str, shown: str, size: int) -> Opened:
     return Opened(image=image, name=name, shown=shown, size_bytes=size)
 
 
+def _check_frame_memory(image: Image.Image) -> None:
+    """Refuse a frame whose pixels alone need more than one call's memory, before decoding: Pillow
+    reserves the whole frame at once, and a file that stops short never touches most of it, so the
+    call's measure of memory it used would not see the reservation."""
+    budget_mb = call_memory_mb()
+    stored = 1 if image.mode in ("1", "L", "P") else 2 if image.mode.startswith("I;16") else 4
+    if budget_mb and image.width * image.height * stored > budget_mb * 2**20:
+        raise out_of_memory(budget_mb)
+
+
 # What a file that is not a readable image usually turns out to be, by its first bytes.
 NOT_IMAGES = (
     (b"%PDF-", "it is a PDF; read it with documents-pdf-server"),
@@ -153,6 +163,7 @@ def _what_it_is(head: bytes) -> str:
 
 def decoded(opened: Opened) -> Image.Image:
     """The pixels of the (first) frame, upright as the camera meant them."""
+    _check_frame_memory(opened.image)
     try:
         opened.image.load()
         return ImageOps.exif_transpose(opened.image)

@@ -19,12 +19,22 @@ What a child imports dies with it, so a tool that imports its libraries on first
 the import on every call (pandas' and matplotlib's lazy parts: 50 ms of a CSV call's 67). The child
 names the modules it imported, and the parent imports them once, in a thread behind `fork_gate`, so
 later children are born with them.
+
+RLIMIT_AS alone has a hole: memory the server freed but kept in its heap is inherited by the child
+and handed out again without a new mapping (measured: a child limited to 64 MB was granted 160 MB
+after its parent had freed 240 MB). So the child first gives that free heap back (`malloc_trim`:
+reusing it then costs new pages), and its private resident memory is held to the same budget: a
+watcher thread stops the child once it grows past it, and the peak (`VmHWM`, reset at the start) is
+checked when the work ends (a burst between two looks), and when it failed, so a reader that calls a
+file damaged because an allocation was refused is answered as the memory limit it was.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import ctypes.util
 import functools
 import importlib
 import logging
@@ -36,6 +46,7 @@ import signal
 import struct
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
@@ -54,6 +65,7 @@ DEFAULT_MEMORY_MB = 512
 _HEADER = struct.Struct("!Q")
 _OK, _RAISED, _OUT_OF_MEMORY = 0, 1, 2
 _OUT_OF_MEMORY_EXIT = 86
+_WATCH_S = 0.01
 
 
 class CallOutOfMemory(ToolFailure):
@@ -120,6 +132,7 @@ def _child(write_end: int, budget_mb: int, work: Callable[[], object]) -> None:
         os.dup2(2, 1)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        memory = _ChildMemory(budget_mb * 2**20)
         start = cap_memory(budget_mb)
         modules_before = set(sys.modules)
         token = calls._quiet.set(True)  # progress would go to the parent's event loop: not from here
@@ -128,7 +141,8 @@ def _child(write_end: int, budget_mb: int, work: Callable[[], object]) -> None:
         except MemoryError:
             message = (_OUT_OF_MEMORY, None)
         except BaseException as exc:  # noqa: BLE001 - every failure goes back to the caller
-            if _starved(exc, _peak_address_space() - start, budget_mb * 2**20):
+            grown = max(_peak_address_space() - start, memory.peak_growth())
+            if _starved(exc, grown, budget_mb * 2**20):
                 message = (_OUT_OF_MEMORY, None)
             elif not isinstance(exc, (ToolError, MCPError, calls.CallCancelled)):
                 logger.error("a bounded call raised an unexpected exception", exc_info=exc)
@@ -137,6 +151,8 @@ def _child(write_end: int, budget_mb: int, work: Callable[[], object]) -> None:
                 message = (_RAISED, exc)
         finally:
             calls._quiet.reset(token)
+        if message[0] != _OUT_OF_MEMORY and memory.peak_growth() > memory.budget:
+            message = (_OUT_OF_MEMORY, None)  # a burst between two looks of the watcher
         imported = sorted(set(sys.modules) - modules_before)
         try:
             payload = pickle.dumps((*message, imported), protocol=pickle.HIGHEST_PROTOCOL)
@@ -180,6 +196,64 @@ def _starved(exc: BaseException, grown: int, budget: int) -> bool:
     refused allocation in their own words ("Unable to allocate output buffer"), and the reader above
     them may call the file damaged. Blamed on memory when the child used most of its budget."""
     return grown > 0.9 * budget or (grown > 0.5 * budget and bool(_ALLOCATION.search(str(exc))))
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's malloc_trim, found once in the parent (a child should not load libraries)."""
+    with contextlib.suppress(OSError, AttributeError, TypeError):
+        return ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim
+    return None
+
+
+_give_back_free_heap = _malloc_trim()
+
+
+class _ChildMemory:
+    """The private resident memory a forked child takes, held to `budget` bytes.
+
+    Called first thing in the child: the heap the parent had freed is given back, so reusing it
+    costs new pages, which the resident counts see (pages still shared with the parent, written or
+    not, are not counted: they cost the machine nothing new or are the parent's own)."""
+
+    def __init__(self, budget: int):
+        self.budget = budget
+        if _give_back_free_heap is not None:
+            _give_back_free_heap(0)
+        with contextlib.suppress(OSError), open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")  # the peak resident size (VmHWM) starts from now
+        self.start = _resident()
+        # Where the peak could not be reset it is the parent's, inherited: no measure of this call.
+        self.peak_known = self.start["VmHWM"] <= self.start["VmRSS"] + 2**20
+        threading.Thread(target=self._watch, name="bounded-memory", daemon=True).start()
+
+    def private_growth(self) -> int:
+        now = _resident()
+        return now["RssAnon"] + now["RssShmem"] - self.start["RssAnon"] - self.start["RssShmem"]
+
+    def peak_growth(self) -> int:
+        """How far the private memory grew at its peak: the peak of all resident memory, less the
+        file pages (libraries, mapped files: shared with the page cache) resident now."""
+        if not self.peak_known:
+            return self.private_growth()
+        now = _resident()
+        return now["VmHWM"] - now["RssFile"] - self.start["RssAnon"] - self.start["RssShmem"]
+
+    def _watch(self) -> None:
+        # A thread of its own: the work may be one long call into a C library (which mostly lets
+        # other threads run while it decodes), never returning to Python code that could check.
+        while self.private_growth() <= self.budget:
+            time.sleep(_WATCH_S)
+        os._exit(_OUT_OF_MEMORY_EXIT)
+
+
+def _resident() -> dict[str, int]:
+    found = dict.fromkeys(("VmHWM", "VmRSS", "RssAnon", "RssFile", "RssShmem"), 0)
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            key, _, value = line.partition(":")
+            if key in found:
+                found[key] = int(value.split()[0]) * 1024
+    return found
 
 
 def _peak_address_space() -> int:
