@@ -42,7 +42,7 @@ async def test_progress_counts_seconds_up_to_the_duration(kit_env, speech, monke
 
 async def test_a_cancelled_transcription_stops_and_frees_the_model(kit_env, speech, monkeypatch):
     monkeypatch.setenv("AUDIO_TRANSCRIPTION_BACKEND", "local")
-    monkeypatch.setattr(transcribe, "CHUNK_S", 5.0)
+    monkeypatch.setenv("AUDIO_CHUNK_S", "5")
     looped(speech, kit_env.workspace / "long.wav", 200)  # about seven minutes: some ninety chunks
     decoded = []
     real_decode = media.decode

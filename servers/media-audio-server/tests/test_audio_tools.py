@@ -6,6 +6,7 @@ import subprocess
 
 import anyio
 import pytest
+from gaia_kit.core.settings import forget_settings
 from gaia_kit_testing import failed, ok
 from gaia_kit_testing.compat import REFERENCE, compatibility_problems
 from media_audio_server.server import server
@@ -172,5 +173,6 @@ async def test_a_model_directory_serves_model_size_and_a_bad_model_setting_is_na
     )
     assert "model small.en" in out and words(out.split("\n\n", 1)[1]) == words(SENTENCE)
     monkeypatch.setenv("AUDIO_WHISPER_MODEL", "large-v3")
+    forget_settings()  # settings are read once per process: the next call reads the changed environment
     message = failed(await call("transcribe_audio", file_path="talk.wav"))
     assert "AUDIO_WHISPER_MODEL=large-v3" in message and "model.bin" in message

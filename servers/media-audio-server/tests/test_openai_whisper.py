@@ -45,7 +45,7 @@ def openai_whisper(monkeypatch, checkpoint_dir):
 async def test_a_checkpoint_on_disk_transcribes_in_chunks(call, kit_env, speech, openai_whisper, monkeypatch):
     from whisper.model import Whisper
 
-    monkeypatch.setattr(transcribe, "CHUNK_S", 1.5)  # the 3 s clip becomes several chunks
+    monkeypatch.setenv("AUDIO_CHUNK_S", "1.5")  # the 3 s clip becomes several chunks
     # Whisper falls back to sampling when greedy decoding looks wrong, as a random model's always
     # does, and some samples lead a random model to a step with every token masked (NaN logits).
     # Greedy decoding only, for this noise model; real checkpoints keep whisper's fallback.

@@ -1,6 +1,7 @@
 """extract_text_ocr through the MCP protocol, on text drawn with Pillow by the test."""
 
 import pytest
+from gaia_kit.core.settings import forget_settings
 from gaia_kit_testing import failed, ok
 from PIL import Image, ImageDraw, ImageFont
 
@@ -82,11 +83,10 @@ async def test_an_image_url_is_read_through_the_kit_http_client(call, site):
 
 
 async def test_tesseract_past_its_deadline_is_stopped_and_said_so(call, kit_env, monkeypatch):
-    from media_image_server import ocr
-
     text_image(kit_env.workspace / "slow.png", ["Some text"] * 10)
-    monkeypatch.setattr(ocr, "DEADLINE_S", 0.001)
+    monkeypatch.setenv("IMAGE_OCR_TIMEOUT", "0.001")
     message = failed(await call("extract_text_ocr", file_path="slow.png"))
     assert "took longer than" in message and "IMAGE_OCR_TIMEOUT" in message
-    monkeypatch.setattr(ocr, "DEADLINE_S", 120.0)
+    monkeypatch.delenv("IMAGE_OCR_TIMEOUT")
+    forget_settings()  # settings are read once per process: the next call reads the default again
     assert "Some text" in ok(await call("extract_text_ocr", file_path="slow.png"))

@@ -5,8 +5,10 @@ import json
 import re
 
 import pytest
+from gaia_kit.core.settings import forget_settings, settings
 from gaia_kit_testing import SPOKEN_SENTENCE, failed, ok, sent_content
 from media_video_server import ask
+from media_video_server.settings import VideoSettings
 
 pytestmark = pytest.mark.anyio
 
@@ -68,7 +70,7 @@ async def test_a_range_and_rate_choose_the_frames_and_long_spans_are_sampled(cal
             )
         )
     )
-    assert len(many["frame_times"]) == ask.MAX_FRAMES == len(sent(fake.requests[1])[1])
+    assert len(many["frame_times"]) == settings(VideoSettings).max_frames == len(sent(fake.requests[1])[1])
 
 
 async def test_without_a_model_the_error_names_the_variables(call, kit_env, cuts, no_llm):
@@ -101,12 +103,10 @@ async def test_model_errors_come_back_without_the_key(call, kit_env, cuts, fake)
 
 
 async def test_an_ffmpeg_past_its_deadline_is_one_sentence(call, kit_env, slow, fake, monkeypatch):
-    from media_video_server import video
-
-    usual = video.FFMPEG_TIMEOUT_S
-    monkeypatch.setattr(video, "FFMPEG_TIMEOUT_S", 0.05)
+    monkeypatch.setenv("VIDEO_FFMPEG_TIMEOUT_S", "0.05")
     message = failed(await call("analyze_video", video_url="slow.mp4", question="?", sample_rate=1))
     assert "was stopped (VIDEO_FFMPEG_TIMEOUT_S)" in message and "ExceptionGroup" not in message
-    monkeypatch.setattr(video, "FFMPEG_TIMEOUT_S", usual)
+    monkeypatch.delenv("VIDEO_FFMPEG_TIMEOUT_S")
+    forget_settings()  # settings are read once per process: the next call reads the default again
     fake.answer("Still serving.")
     assert "Still serving." in ok(await call("analyze_video", video_url="slow.mp4", question="?", end_time=2))

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import anyio
 import pytest
+from gaia_kit.core.settings import forget_settings
 from gaia_kit_testing import failed, ok
 from gaia_kit_testing.compat import REFERENCE, compatibility_problems
-from media_video_server import video
 from media_video_server.server import server
 from PIL import Image
 
@@ -136,17 +136,18 @@ async def test_dataset_videos_are_read_and_frames_go_to_the_workspace(call, kit_
 
 
 async def test_size_limit_and_ffmpeg_deadline(call, kit_env, cuts, slow, monkeypatch):
-    usual_bytes, usual_timeout = video.MAX_BYTES, video.FFMPEG_TIMEOUT_S
-    monkeypatch.setattr(video, "MAX_BYTES", 1000)
+    monkeypatch.setenv("VIDEO_MAX_BYTES", "1000")
     assert "over the" in (
         message := failed(await call("extract_keyframes", video_path="cuts.mp4", target_time=1))
     )
     assert "VIDEO_MAX_BYTES" in message
-    monkeypatch.setattr(video, "MAX_BYTES", usual_bytes)
-    monkeypatch.setattr(video, "FFMPEG_TIMEOUT_S", 0.2)
+    monkeypatch.delenv("VIDEO_MAX_BYTES")
+    monkeypatch.setenv("VIDEO_FFMPEG_TIMEOUT_S", "0.2")
+    forget_settings()  # settings are read once per process: these calls read the changed environment
     message = failed(await call("extract_keyframes", video_path="slow.mp4", target_time=30, window_size=60))
     assert "was stopped (VIDEO_FFMPEG_TIMEOUT_S)" in message
-    monkeypatch.setattr(video, "FFMPEG_TIMEOUT_S", usual_timeout)
+    monkeypatch.delenv("VIDEO_FFMPEG_TIMEOUT_S")
+    forget_settings()
     assert ok(await call("extract_keyframes", video_path="cuts.mp4", target_time=1, window_size=1))
 
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 from gaia_kit import PathGuard, ToolFailure
 from gaia_kit.core.quota import place, staged
+from gaia_kit.core.settings import settings
 from gaia_kit.media.files import (
     MediaFile,
     RefusedFormat,
@@ -26,8 +26,9 @@ from gaia_kit.media.files import (
     run_tool,
 )
 
+from .settings import AudioSettings
+
 SAMPLE_RATE = 16_000
-FFMPEG_TIMEOUT_S = float(os.environ.get("AUDIO_FFMPEG_TIMEOUT_S", "300"))
 
 # What agents are told ffmpeg reads; it reads more, and the tools try any file.
 FORMATS = {
@@ -59,14 +60,15 @@ def _run(
     args: list[str],
     what: str,
     audio: Audio,
-    timeout: float = FFMPEG_TIMEOUT_S,
+    timeout: float | None = None,
     writes: list[Path] | None = None,
 ) -> bytes:
-    """Run ffmpeg/ffprobe on `audio` with a deadline; its stdout, or one sentence from its stderr."""
+    """Run ffmpeg/ffprobe on `audio` with a deadline (AUDIO_FFMPEG_TIMEOUT_S unless given); its stdout, or
+    one sentence from its stderr."""
     return run_tool(
         args,
         what=what,
-        timeout=timeout,
+        timeout=settings(AudioSettings).ffmpeg_timeout_s if timeout is None else timeout,
         timeout_setting="AUDIO_FFMPEG_TIMEOUT_S",
         advice="trim the recording first",
         reads=[audio.path],

@@ -17,7 +17,6 @@ memory stays bounded however long the recording is.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import threading
 import time
@@ -30,14 +29,14 @@ import anyio.to_thread
 import httpx
 from gaia_kit import ToolFailure, stdout_to_stderr
 from gaia_kit.core.calls import current_call
+from gaia_kit.core.settings import settings
 from gaia_kit.core.usage import charge, check_budget
 from gaia_kit.models.llm import llm_config, model_backend, post
 
 from . import media
+from .settings import AudioSettings
 
 PREFIX = "AUDIO"
-CHUNK_S = float(os.environ.get("AUDIO_CHUNK_S", "600"))
-TIMEOUT_S = float(os.environ.get("AUDIO_TRANSCRIPTION_TIMEOUT_S", "1800"))
 BACKENDS = ("local", "openai", "openai-whisper")
 
 
@@ -61,7 +60,7 @@ class Transcript:
 
 
 def backend() -> str:
-    name = os.environ.get("AUDIO_TRANSCRIPTION_BACKEND", "local").strip().lower() or "local"
+    name = settings(AudioSettings).transcription_backend.lower() or "local"
     if name not in BACKENDS:
         raise ToolFailure(f"AUDIO_TRANSCRIPTION_BACKEND must be one of {', '.join(BACKENDS)}, not {name!r}.")
     return name
@@ -75,8 +74,9 @@ async def transcribe(
     duration = media.duration_s(info)
     if duration <= 0.0:
         raise ToolFailure(f"{audio.shown} has no audio (zero length); nothing to transcribe.")
+    deadline_s = settings(AudioSettings).transcription_timeout_s
     try:
-        with anyio.fail_after(TIMEOUT_S):
+        with anyio.fail_after(deadline_s):
             if backend() == "openai":
                 return await _endpoint(audio, duration, language)
             run_local = _openai_whisper if backend() == "openai-whisper" else _local
@@ -86,14 +86,15 @@ async def transcribe(
             )
     except TimeoutError:
         raise ToolFailure(
-            f"Transcribing {audio.shown} took longer than {TIMEOUT_S:.0f} s (AUDIO_TRANSCRIPTION_TIMEOUT_S); "
+            f"Transcribing {audio.shown} took longer than {deadline_s:.0f} s (AUDIO_TRANSCRIPTION_TIMEOUT_S); "
             "trim it with trim_audio and transcribe the parts."
         ) from None
 
 
 def _chunks(duration: float) -> list[tuple[float, float]]:
-    starts = [i * CHUNK_S for i in range(int(duration // CHUNK_S) + 1) if i * CHUNK_S < duration]
-    return [(s, min(CHUNK_S, duration - s)) for s in starts]
+    size = settings(AudioSettings).chunk_s
+    starts = [i * size for i in range(int(duration // size) + 1) if i * size < duration]
+    return [(s, min(size, duration - s)) for s in starts]
 
 
 # ---- local faster-whisper -------------------------------------------------------------------------
@@ -107,8 +108,8 @@ def local_model_path(model_size: str | None = None) -> tuple[str, str]:
     """(path, label) of the local model: AUDIO_WHISPER_MODEL when the operator set one (it wins, so a
     default model_size cannot undo their choice), else `model_size` found in AUDIO_WHISPER_MODEL_DIR,
     else the packaged tiny.en."""
-    folder = os.environ.get("AUDIO_WHISPER_MODEL_DIR", "").strip()
-    chosen = os.environ.get("AUDIO_WHISPER_MODEL", "").strip()
+    config = settings(AudioSettings)
+    folder, chosen = config.whisper_model_dir, config.whisper_model
     if chosen:
         path = Path(chosen) if Path(chosen).is_absolute() or not folder else Path(folder) / chosen
         if not (path / "model.bin").is_file():
@@ -134,7 +135,7 @@ def _model(path: str):
             # one INFO line per call ("Processing audio with duration ...") is noise in the server's log
             logging.getLogger("faster_whisper").setLevel(logging.WARNING)
 
-            threads = int(os.environ.get("AUDIO_WHISPER_THREADS", "0"))
+            threads = settings(AudioSettings).whisper_threads
             with stdout_to_stderr():
                 _models[path] = WhisperModel(path, device="cpu", compute_type="int8", cpu_threads=threads)
         return _models[path]
@@ -198,8 +199,9 @@ def openai_whisper_checkpoint(model_size: str | None = None) -> Path:
     """The .pt checkpoint: AUDIO_OPENAI_WHISPER_MODEL (a file, or a name in AUDIO_WHISPER_MODEL_DIR),
     else `model_size` there when present, else tiny.en there (the folder defaults to whisper's own
     cache). Never downloaded at run time."""
-    folder = Path(os.environ.get("AUDIO_WHISPER_MODEL_DIR", "").strip() or Path.home() / ".cache" / "whisper")
-    chosen = os.environ.get("AUDIO_OPENAI_WHISPER_MODEL", "").strip()
+    config = settings(AudioSettings)
+    folder = Path(config.whisper_model_dir or Path.home() / ".cache" / "whisper")
+    chosen = config.openai_whisper_model
     names = [chosen] if chosen else [n for n in (model_size, f"{model_size}.en") if model_size] + ["tiny.en"]
     paths = [
         Path(n) if Path(n).is_absolute() else folder / (n if n.endswith(".pt") else f"{n}.pt") for n in names

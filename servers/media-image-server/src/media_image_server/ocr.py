@@ -17,11 +17,13 @@ from functools import lru_cache
 from pathlib import Path
 
 from gaia_kit import ToolFailure
+from gaia_kit.core.settings import settings
 from gaia_kit.execution.confine import run_confined
 from gaia_kit.media.images import flattened
 from PIL import Image, ImageOps, ImageStat
 
-DEADLINE_S = float(os.environ.get("IMAGE_OCR_TIMEOUT", "120"))
+from .settings import ImageSettings
+
 # Tesseract reads text best at a cap height of 20-40 px; screenshot text is often 8-12 px high.
 UPSCALE_BELOW_PIXELS = 2_500_000
 MAX_UPSCALED_SIDE = 6000
@@ -109,6 +111,8 @@ def recognise(image: Image.Image, language: str, preprocess: bool, name: str) ->
     picture.save(buffer, "PNG", compress_level=1)  # fast: tesseract decodes it at once
     # One thread per tesseract: replicas and concurrent calls are the parallelism, not OpenMP.
     env = {"OMP_THREAD_LIMIT": "1"}
+    deadline_s = settings(ImageSettings).ocr_timeout
+    # tesseract's own variable, passed through: confined, it can read only the folder this names.
     tessdata = os.environ.get("TESSDATA_PREFIX")
     if tessdata:
         env["TESSDATA_PREFIX"] = tessdata
@@ -117,13 +121,13 @@ def recognise(image: Image.Image, language: str, preprocess: bool, name: str) ->
         done = run_confined(
             [binary, "stdin", "stdout", "-l", language, "--psm", "3", "tsv"],
             reads=[Path(tessdata)] if tessdata else [],
-            timeout=DEADLINE_S,
+            timeout=deadline_s,
             env=env,
             input=buffer.getvalue(),
         )
     except subprocess.TimeoutExpired:
         raise ToolFailure(
-            f"OCR of {name} took longer than {DEADLINE_S:.0f} s and was stopped (IMAGE_OCR_TIMEOUT); "
+            f"OCR of {name} took longer than {deadline_s:.0f} s and was stopped (IMAGE_OCR_TIMEOUT); "
             "crop the image to the part with the text."
         ) from None
     if done.returncode != 0:

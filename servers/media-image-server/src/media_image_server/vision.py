@@ -7,16 +7,15 @@ downscaled first: a vision model tiles large images down anyway, and the request
 
 from __future__ import annotations
 
-import os
-
 from gaia_kit import PathGuard, ToolFailure
+from gaia_kit.core.settings import settings
 from gaia_kit.media.images import data_url, image_part
 from gaia_kit.models.llm import chat
 
 from .images import Opened, decoded, in_worker, load
+from .settings import ImageSettings
 
 PREFIX = "IMAGE"
-MAX_SIDE = int(os.environ.get("IMAGE_MAX_SIDE", "2048"))
 MAX_IMAGES = 10
 MAX_ANSWER_TOKENS = 4096
 
@@ -29,7 +28,7 @@ SYSTEM = (
 
 def _encoded(opened: Opened) -> str:
     with opened.image:
-        return data_url(decoded(opened), MAX_SIDE)
+        return data_url(decoded(opened), settings(ImageSettings).max_side)
 
 
 async def ask(guard: PathGuard, sources: list[str], question: str) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import anyio
 from gaia_kit import PathGuard, ToolFailure, run_blocking
 from gaia_kit.core.calls import current_call, quiet
 from gaia_kit.core.quota import scratch
+from gaia_kit.core.settings import settings
 from gaia_kit.media.files import MediaFile, clock
 from gaia_kit.media.images import data_url, image_part
 from gaia_kit.models.llm import chat, configured
@@ -27,12 +27,9 @@ from media_audio_server import transcribe
 from PIL import Image
 
 from . import video
+from .settings import VideoSettings
 
 PREFIX = "VIDEO"
-MAX_FRAMES = int(os.environ.get("VIDEO_MAX_FRAMES", "16"))
-MAX_SIDE = int(os.environ.get("VIDEO_MAX_SIDE", "1024"))
-MAX_WORKERS = int(os.environ.get("VIDEO_MAX_WORKERS", "4"))
-MAX_TRANSCRIPT_CHARS = int(os.environ.get("VIDEO_MAX_TRANSCRIPT_CHARS", "20000"))
 MAX_ANSWER_TOKENS = 4096
 
 SYSTEM = (
@@ -62,11 +59,11 @@ class Evidence:
 
 
 def frame_times(start: float, end: float, sample_rate: float) -> list[float]:
-    """sample_rate frames a second over [start, end), at most MAX_FRAMES (then evenly spread)."""
+    """sample_rate frames a second over [start, end), at most VIDEO_MAX_FRAMES (then evenly spread)."""
     if not sample_rate > 0:
         raise ToolFailure(f"sample_rate must be more than 0 frames per second, not {sample_rate:g}.")
     wanted = max(1, math.ceil((end - start) * sample_rate))
-    return video.uniform_times(start, end, min(wanted, MAX_FRAMES))
+    return video.uniform_times(start, end, min(wanted, settings(VideoSettings).max_frames))
 
 
 async def gather(
@@ -85,7 +82,7 @@ async def gather(
             try:
                 async with anyio.create_task_group() as group:
                     # Frames in up to `workers` ffmpeg processes at once, beside the transcription.
-                    batches = min(workers, MAX_WORKERS, len(times))
+                    batches = min(workers, settings(VideoSettings).max_workers, len(times))
                     for b in range(batches):
                         picks = list(range(b, len(times), batches))
                         group.start_soon(_frames, clip, times, picks, folder, images)
@@ -118,7 +115,7 @@ async def _frames(
 
 def _encoded(path: Path) -> str:
     with Image.open(path) as picture:
-        return data_url(picture, MAX_SIDE)
+        return data_url(picture, settings(VideoSettings).max_side)
 
 
 async def _transcript(
@@ -140,8 +137,9 @@ async def _transcript(
         heard["note"] = "The audio track has no recognisable speech in this range."
         return
     text = "\n".join(lines)
-    if len(text) > MAX_TRANSCRIPT_CHARS:
-        text = text[:MAX_TRANSCRIPT_CHARS] + f"\n[transcript cut at {MAX_TRANSCRIPT_CHARS} characters]"
+    cut = settings(VideoSettings).max_transcript_chars
+    if len(text) > cut:
+        text = text[:cut] + f"\n[transcript cut at {cut} characters]"
     heard["text"] = text
     heard["note"] = f"Transcript of the audio ({len(lines)} segments, {result.engine}) included."
 

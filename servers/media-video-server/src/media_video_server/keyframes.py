@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from gaia_kit import PathGuard, ToolFailure
 from gaia_kit.core.calls import current_call
 from gaia_kit.core.quota import make_dirs
+from gaia_kit.core.settings import settings
 from gaia_kit.media.files import MediaFile, clock
 
 from . import video
-
-MAX_KEYFRAMES = int(os.environ.get("VIDEO_MAX_KEYFRAMES", "20"))
-SCENE_THRESHOLD = float(os.environ.get("VIDEO_SCENE_THRESHOLD", "0.3"))
+from .settings import VideoSettings
 
 
 @dataclass
@@ -27,10 +25,11 @@ class Frame:
 
 
 def limit(max_frames: int | None) -> int:
+    ceiling = settings(VideoSettings).max_keyframes
     if max_frames is None:
-        return MAX_KEYFRAMES
-    if max_frames < 1 or max_frames > MAX_KEYFRAMES:
-        raise ToolFailure(f"max_frames must be between 1 and {MAX_KEYFRAMES} (VIDEO_MAX_KEYFRAMES).")
+        return ceiling
+    if max_frames < 1 or max_frames > ceiling:
+        raise ToolFailure(f"max_frames must be between 1 and {ceiling} (VIDEO_MAX_KEYFRAMES).")
     return max_frames
 
 
@@ -68,7 +67,7 @@ def extract(
     call = current_call()
     if mode == "scene":
         call.progress(0, 2, "finding scene changes")
-        changes = video.scene_changes(clip, start, end, SCENE_THRESHOLD)
+        changes = video.scene_changes(clip, start, end, settings(VideoSettings).scene_threshold)
         kept = sorted(sorted(changes, key=lambda c: -c[1])[: count - 1])
         if len(changes) > len(kept):
             notes.append(
@@ -103,7 +102,7 @@ def _report(
 ) -> str:
     start, end, target = when
     how = (
-        f"scene change (threshold {SCENE_THRESHOLD:g}) and the window's first frame"
+        f"scene change (threshold {settings(VideoSettings).scene_threshold:g}) and the window's first frame"
         if mode == "scene"
         else "uniform"
     )

@@ -7,12 +7,14 @@ from typing import Annotated, Literal
 
 from gaia_kit import KitServer, ToolFailure, run_blocking, serve, session_of
 from gaia_kit.core.hints import hints
+from gaia_kit.core.settings import settings
 from gaia_kit.media.files import binary
 from gaia_kit.models.llm import llm_status
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from . import ask, keyframes, video
+from .settings import VideoSettings
 
 server = KitServer(
     "media-video-server",
@@ -157,7 +159,7 @@ async def summarize_video(
         ask.SUMMARY_QUESTION,
         (start_time, end_time),
         sample_rate,
-        ask.MAX_WORKERS,
+        settings(VideoSettings).max_workers,
         output_format,
         "Video summary",
     )

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from gaia_kit import PathGuard, ToolFailure
 from gaia_kit.core.quota import place, scratch
+from gaia_kit.core.settings import settings
 from gaia_kit.media.files import (
     MediaFile,
     RefusedFormat,
@@ -27,8 +27,8 @@ from gaia_kit.media.files import (
     run_tool,
 )
 
-FFMPEG_TIMEOUT_S = float(os.environ.get("VIDEO_FFMPEG_TIMEOUT_S", "300"))
-MAX_BYTES = int(os.environ.get("VIDEO_MAX_BYTES", str(256 * 2**20)))
+from .settings import VideoSettings
+
 # Seek a hair before a frame's printed time: pts_time is rounded, and seeking past the real
 # timestamp by a microsecond would give the next frame.
 SEEK_EARLY_S = 0.001
@@ -47,14 +47,16 @@ class Info:
 
 def opened(guard: PathGuard, source: str) -> contextlib.AbstractAsyncContextManager[MediaFile]:
     """The video at a local path or URL as a local file (a downloaded one is removed afterwards)."""
-    return opened_media(guard, source, noun="video", limit=MAX_BYTES, limit_setting="VIDEO_MAX_BYTES")
+    return opened_media(
+        guard, source, noun="video", limit=settings(VideoSettings).max_bytes, limit_setting="VIDEO_MAX_BYTES"
+    )
 
 
 def ffmpeg(args: list[str], what: str, video: MediaFile, writes: list[Path] | None = None) -> bytes:
     return run_tool(
         [binary("ffmpeg"), "-nostdin", "-v", "error", *args],
         what=what,
-        timeout=FFMPEG_TIMEOUT_S,
+        timeout=settings(VideoSettings).ffmpeg_timeout_s,
         timeout_setting="VIDEO_FFMPEG_TIMEOUT_S",
         advice="ask for a shorter time range or a smaller video",
         reads=[video.path],
