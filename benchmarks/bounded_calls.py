@@ -72,8 +72,14 @@ def make_files(workspace: Path) -> None:
     )
 
 
+def configure(**values: str) -> None:
+    """Set what the servers read; they read their settings once per process, so read them again."""
+    os.environ.update(values)
+    forget_settings()
+
+
 async def small_reads(workspace: Path, runs: int, memory_mb: str) -> float:
-    os.environ["GAIA_CALL_MEMORY_MB"] = memory_mb
+    configure(GAIA_CALL_MEMORY_MB=memory_mb)
     async with session_call(excel_server, workspace) as call:
         await call("read_data_from_excel", filepath="small.xlsx", sheet_name="Sheet")  # warm
         times = []
@@ -87,7 +93,7 @@ async def small_reads(workspace: Path, runs: int, memory_mb: str) -> float:
 
 async def csv_reads(workspace: Path, runs: int, memory_mb: str, first: int) -> float:
     """A fresh file each call: the server keeps each session's answers, so a repeat would be cached."""
-    os.environ["GAIA_CALL_MEMORY_MB"] = memory_mb
+    configure(GAIA_CALL_MEMORY_MB=memory_mb)
     async with session_call(csv_server, workspace) as call:
         times = []
         for n in range(first, first + runs):
@@ -99,7 +105,7 @@ async def csv_reads(workspace: Path, runs: int, memory_mb: str, first: int) -> f
 
 
 async def bombs(workspace: Path) -> list[tuple[str, float, float, str]]:
-    os.environ["GAIA_CALL_MEMORY_MB"] = "512"
+    configure(GAIA_CALL_MEMORY_MB="512")
     rows = []
     cases = [
         (
@@ -113,8 +119,7 @@ async def bombs(workspace: Path) -> list[tuple[str, float, float, str]]:
     ]
     for server, tool, arguments in cases:
         if arguments.get("file_path") == "long.docx":  # past the declared-size checks, to the memory limit
-            os.environ["GAIA_DOC_MAX_RATIO"] = "100000"
-            os.environ["GAIA_DOC_MAX_PART_MB"] = "1024"
+            configure(GAIA_DOC_MAX_RATIO="100000", GAIA_DOC_MAX_PART_MB="1024")
         async with session_call(server, workspace) as call:
             before = resident_mb()
             started = time.perf_counter()

@@ -7,6 +7,7 @@ import anyio
 import pymupdf
 import pytest
 from documents_pdf_server.server import server
+from gaia_kit.core.settings import forget_settings
 from gaia_kit_testing import failed, ok
 from PIL import Image, ImageDraw, ImageFont
 
@@ -180,4 +181,5 @@ async def test_a_conversion_past_the_call_memory_limit_is_stopped(call, env, mon
     refused = failed(await call("convert_document_to_markdown", file_path="scan.pdf"))
     assert "more than the 8 MB of memory one call may use (GAIA_CALL_MEMORY_MB)" in refused
     monkeypatch.setenv("GAIA_CALL_MEMORY_MB", "512")
+    forget_settings()  # read once per process: read it again
     assert "4217" in ok(await call("convert_document_to_markdown", file_path="scan.pdf"))

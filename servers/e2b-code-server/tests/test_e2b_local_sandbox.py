@@ -11,7 +11,7 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_reference_tools_are_served_compatibly():
-    assert isinstance(module.backend, LocalBackend)
+    assert isinstance(module.backend(), LocalBackend)
     ours = {tool.name: tool.input_schema for tool in await module.server.list_tools()}
     reference = REFERENCE["e2b-code-server"]
     assert {t["name"] for t in reference} == set(ours)

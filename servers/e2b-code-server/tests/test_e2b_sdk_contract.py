@@ -6,8 +6,9 @@ import e2b_code_interpreter as sdk
 import pytest
 from e2b.connection_config import ApiParams
 from e2b.sandbox_sync.filesystem.filesystem import Filesystem
+from e2b_code_server import server
 from e2b_code_server.backends import E2BBackend
-from gaia_kit import Session
+from gaia_kit import Session, ToolFailure
 
 pytestmark = pytest.mark.anyio
 
@@ -66,3 +67,23 @@ async def test_backend_reads_sdk_results_and_kills_at_session_end(tmp_path, monk
     assert box.calls[:2] == [("run_code", "print(6)", "python", 20), ("set_timeout", 300)]
     await backend.release("s1")
     assert box.calls[-1] == ("kill",) and backend.sandbox_id(session) == ""
+
+
+async def test_the_key_and_limits_come_from_the_environment(tmp_path, monkeypatch):
+    box = RecordingSandbox()
+    created = []
+    monkeypatch.setattr(sdk.Sandbox, "create", classmethod(lambda cls, **opts: created.append(opts) or box))
+    monkeypatch.setenv("E2B_API_KEY", "e2b_env_key")
+    monkeypatch.setenv("E2B_IDLE_TIMEOUT", "120")
+    monkeypatch.setenv("GAIA_SANDBOX_WALL_S", "7")
+    backend = server.backend.__wrapped__()  # a fresh one: the process's own stays the local sandbox
+    await backend.run(Session(id="s1", workspace=tmp_path), "print(6)", "python")
+    assert created == [{"timeout": 120, "api_key": "e2b_env_key"}]
+    assert box.calls[:2] == [("run_code", "print(6)", "python", 7), ("set_timeout", 120)]
+
+
+def test_a_bad_idle_timeout_is_one_sentence(monkeypatch):
+    monkeypatch.setenv("E2B_API_KEY", "e2b_env_key")
+    monkeypatch.setenv("E2B_IDLE_TIMEOUT", "-5")
+    with pytest.raises(ToolFailure, match=r"E2B_IDLE_TIMEOUT is set to -5; set it to a positive number\."):
+        server.backend.__wrapped__()

@@ -1,6 +1,7 @@
 """generate_python_code against a loopback OpenAI-compatible fake, with the code run in the sandbox."""
 
 import pytest
+from gaia_kit.core.settings import forget_settings
 from gaia_kit_testing import failed, ok
 from gaia_kit_testing.compat import REFERENCE, compatibility_problems
 from intelligence_code_server.server import server
@@ -60,6 +61,7 @@ async def test_without_execution_and_without_a_model(fake, call, no_llm):
     out = ok(await call("generate_python_code", task_description="Remove x", execute=False))
     assert "os.remove('x')" in out and "## Output" not in out
     no_llm.delenv("CODE_LLM_BASE_URL")
+    forget_settings()  # settings are read once per process: read them again
     assert "CODE_LLM_BASE_URL (or MCP_LLM_BASE_URL)" in failed(
         await call("generate_python_code", task_description="x")
     )

@@ -7,6 +7,7 @@ import sqlite3
 import pymupdf
 import pytest
 from gaia_kit import ToolFailure
+from gaia_kit.core.settings import forget_settings
 from gaia_kit.pages.corpus import Corpus, configured_corpus, query_terms
 from gaia_kit.pages.indexing import build
 from gaia_kit_testing.fake_search import write_zim
@@ -125,6 +126,7 @@ def test_bad_sources_and_indexes_say_what_to_do(tmp_path, monkeypatch):
     monkeypatch.delenv("GAIA_CORPUS_PATH", raising=False)
     assert configured_corpus() is None
     monkeypatch.setenv("GAIA_CORPUS_PATH", str(tmp_path / "none.sqlite"))
+    forget_settings()  # read once per process: read it again
     with pytest.raises(ToolFailure, match="GAIA_CORPUS_PATH"):
         configured_corpus()
 

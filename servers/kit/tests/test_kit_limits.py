@@ -11,6 +11,7 @@ import docx
 import pytest
 from gaia_kit import ToolFailure
 from gaia_kit.core.limits import LineTooLong, check_package, check_pixels, open_line_limited
+from gaia_kit.core.settings import forget_settings
 from gaia_kit_testing.bombs import forge_sizes, inflate_part, long_line_csv
 
 GB = 2**30
@@ -45,13 +46,20 @@ def test_streamed_parts_may_be_larger_but_not_inflate_a_thousandfold(word: Path,
     with pytest.raises(ToolFailure, match="over the 64 MB one part may hold"):
         check_package(word, "report.docx")
     monkeypatch.delenv("GAIA_DOC_MAX_RATIO")
+    forget_settings()  # the limits are read once per process: read them again after each change
     inflate_part(word, "word/document.xml", b"<w:document>", b"<w:p/>", 8 * 2**20, b"</w:document>")
     with pytest.raises(ToolFailure, match=r"inflates [\d,]+ times .* over the 100 times allowed"):
         check_package(word, "report.docx")
     monkeypatch.setenv("GAIA_DOC_MAX_RATIO", "100000")
+    forget_settings()
     check_package(word, "report.docx")
     monkeypatch.setenv("GAIA_DOC_MAX_RATIO", "many")
-    with pytest.raises(ToolFailure, match="GAIA_DOC_MAX_RATIO is 'many'; set it to a number"):
+    forget_settings()
+    with pytest.raises(ToolFailure, match="GAIA_DOC_MAX_RATIO is set to 'many'; set it to a number"):
+        check_package(word, "report.docx")
+    monkeypatch.setenv("GAIA_DOC_MAX_RATIO", "-2")
+    forget_settings()
+    with pytest.raises(ToolFailure, match="GAIA_DOC_MAX_RATIO is set to -2; set it to a positive number"):
         check_package(word, "report.docx")
 
 

@@ -6,6 +6,7 @@ import logging
 
 import pytest
 from gaia_kit import ToolFailure
+from gaia_kit.core.settings import forget_settings
 from gaia_kit.models.llm import chat, conversation, llm_config, llm_status, model_line
 from gaia_kit_testing.fake_openai import LLM_SUFFIXES, FakeOpenAI
 
@@ -31,8 +32,10 @@ def fake(clean_env):
 
 
 def use(monkeypatch, values: dict[str, str]) -> None:
+    """Set `values` as a restarted server sees them: settings are read once per process."""
     for name, value in values.items():
         monkeypatch.setenv(name, value)
+    forget_settings()
 
 
 async def test_request_carries_model_key_and_messages(fake, clean_env):
@@ -140,7 +143,14 @@ async def test_status_describes_the_endpoint_without_the_key(fake, clean_env):
     assert status["backend"] == "openai-compatible" and status["missing"] == []
     assert "fake-coder" in status["notes"][0] and "127.0.0.1" in status["notes"][0]
     use(clean_env, {"CODE_LLM_TIMEOUT": "soon"})
-    assert "CODE_LLM_TIMEOUT must be a positive number" in llm_status("CODE")["notes"][0]
+    assert llm_status("CODE")["notes"] == ["CODE_LLM_TIMEOUT is set to 'soon'; set it to a number."]
+    use(clean_env, {"CODE_LLM_TIMEOUT": "30", "MCP_LLM_MAX_TOKENS": "-5"})
+    with pytest.raises(
+        ToolFailure, match=r"^MCP_LLM_MAX_TOKENS is set to -5; set it to a positive whole number\.$"
+    ):
+        llm_config("CODE")
+    use(clean_env, {**fake.env("CODE"), "CODE_LLM_MAX_TOKENS": "200"})
+    assert llm_config("CODE").max_tokens == 200  # its own values all set: the bad shared one is not read
 
 
 def test_model_line_names_the_model_or_the_missing_variables(clean_env):

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from gaia_kit.core.settings import forget_settings
 from gaia_kit.pages.indexing import build
 from gaia_kit_testing import failed, ok, text
 from gaia_kit_testing.fake_search import write_zim
@@ -95,6 +96,7 @@ async def test_history_stays_online_and_says_so(offline, call):
 async def test_other_languages_and_the_api_setting_use_the_live_api(offline, call, monkeypatch):
     assert "No recorded answer" in failed(await call("search_wikipedia", query="python", language="de"))
     monkeypatch.setenv("WIKI_BACKEND", "api")
+    forget_settings()  # settings are read once per process: read them again
     assert "No recorded answer" in failed(await call("search_wikipedia", query="python"))
 
 
@@ -110,4 +112,11 @@ async def test_a_missing_zim_is_one_sentence(zim, call, monkeypatch, tmp_path):
     assert "WIKI_ZIM_PATH" in check()["missing"][0]
     monkeypatch.delenv("WIKI_ZIM_PATH")
     monkeypatch.setenv("WIKI_BACKEND", "zim")
+    forget_settings()
     assert "WIKI_BACKEND=zim needs WIKI_ZIM_PATH" in failed(await call("get_article_links", title=PYTHON))
+
+
+async def test_an_unknown_backend_names_the_choices(zim, call, monkeypatch):
+    monkeypatch.setenv("WIKI_BACKEND", "sometimes")
+    message = failed(await call("search_wikipedia", query="python"))
+    assert "WIKI_BACKEND is set to 'sometimes'; set it to 'auto', 'api' or 'zim'." in message

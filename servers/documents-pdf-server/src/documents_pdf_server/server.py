@@ -17,13 +17,24 @@ from gaia_kit.core.args import MaxLength
 from gaia_kit.core.bounded import call_memory_mb, out_of_memory
 from gaia_kit.core.calls import current_call
 from gaia_kit.core.hints import hints
+from gaia_kit.core.settings import settings
 from gaia_kit.execution.confine import confined_path, python_roots, run_confined
 from mcp.server.mcpserver import Context
 from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
-DEADLINE_S = float(os.environ.get("PDF_CONVERT_TIMEOUT", "240"))
 OCR_PAGE_TIMEOUT_S = 60
 MAX_PAGES_PER_CALL = 100
+
+
+class PdfSettings(BaseSettings):
+    """PDF_CONVERT_TIMEOUT; see docs/configuration.md."""
+
+    model_config = SettingsConfigDict(env_prefix="PDF_", extra="ignore", env_ignore_empty=True)
+
+    convert_timeout: float = Field(240, gt=0)
+    """Seconds one conversion (its child process, OCR included) may take before it is stopped."""
+
 
 server = KitServer(
     "documents-pdf-server",
@@ -132,6 +143,7 @@ def _tessdata() -> list[Path]:
 
 def _run_worker(request: dict, raw: str) -> dict:
     # The worker reports each page on a pipe of its own: stdout carries the answer, stderr the noise.
+    deadline_s = settings(PdfSettings).convert_timeout
     progress_in, progress_out = os.pipe()
     os.set_blocking(progress_in, False)
     try:
@@ -139,7 +151,7 @@ def _run_worker(request: dict, raw: str) -> dict:
         done = run_confined(
             [sys.executable, "-m", "documents_pdf_server.worker"],
             reads=[Path(request["path"]), *python_roots(), *_tessdata()],
-            timeout=DEADLINE_S,
+            timeout=deadline_s,
             input=json.dumps({**request, "path": str(confined_path(Path(request["path"]), 0))}).encode(),
             # the sandbox passes none of the server's environment: the worker's memory limit travels here
             env={
@@ -153,7 +165,7 @@ def _run_worker(request: dict, raw: str) -> dict:
         _relay_progress(progress_in)  # what the worker reported since the last poll
     except subprocess.TimeoutExpired:
         raise ToolFailure(
-            f"Converting {raw} took longer than {DEADLINE_S:.0f} s and was stopped; ask for fewer pages "
+            f"Converting {raw} took longer than {deadline_s:.0f} s and was stopped; ask for fewer pages "
             "(pages='1-20'), or pass ocr=false if the pages are scans."
         ) from None
     finally:

@@ -6,14 +6,16 @@ imports persist between calls and bash/js run afresh each call in the same direc
 E2B_IDLE_TIMEOUT (seconds, default 600) kills a session's sandbox after that long unused.
 """
 
-import os
+import functools
 from pathlib import PurePosixPath
 from typing import Annotated, Literal
 
 from gaia_kit import KitServer, ToolFailure, run_blocking, serve, session_of
 from gaia_kit.core.hints import hints
+from gaia_kit.core.settings import settings
 from mcp.server.mcpserver import Context
 from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .backends import E2BBackend, LocalBackend
 
@@ -26,15 +28,27 @@ server = KitServer(
 )
 
 
-def _backend() -> E2BBackend | LocalBackend:
-    key = os.environ.get("E2B_API_KEY", "").strip()
+class E2BSettings(BaseSettings):
+    """E2B_API_KEY, E2B_IDLE_TIMEOUT and GAIA_SANDBOX_WALL_S; see docs/configuration.md."""
+
+    model_config = SettingsConfigDict(env_prefix="E2B_", extra="ignore", env_ignore_empty=True)
+
+    api_key: str = ""
+    """The E2B key: with it, each session gets an E2B cloud sandbox; without it, the local sandbox."""
+    idle_timeout: float = Field(600, gt=0)
+    """Seconds a session's E2B sandbox may sit unused before it is killed."""
+    wall_s: float = Field(30, gt=0, validation_alias="GAIA_SANDBOX_WALL_S")
+    """Seconds one run of code may take in an E2B sandbox, as in the local one."""
+
+
+@functools.cache
+def backend() -> E2BBackend | LocalBackend:
+    """The process's one backend (it holds every session's sandbox), chosen on first use."""
+    config = settings(E2BSettings)
+    key = config.api_key.strip()
     if not key:
         return LocalBackend()
-    idle = float(os.environ.get("E2B_IDLE_TIMEOUT", "600"))
-    return E2BBackend(key, idle_s=idle, wall_s=float(os.environ.get("GAIA_SANDBOX_WALL_S", "30")))
-
-
-backend = _backend()
+    return E2BBackend(key, idle_s=config.idle_timeout, wall_s=config.wall_s)
 
 
 @server.tool(
@@ -53,8 +67,8 @@ async def e2b_upload_file(
     session = session_of(ctx)
     name = PurePosixPath(session.paths.shown(path)).name
     with await run_blocking(session.paths.open_file, path) as source:
-        target = await backend.upload(session, source, name)
-    return f"Uploaded {path} to {target} (sandbox_id: {backend.sandbox_id(session)}). Open it there in e2b_run_code."
+        target = await backend().upload(session, source, name)
+    return f"Uploaded {path} to {target} (sandbox_id: {backend().sandbox_id(session)}). Open it there in e2b_run_code."
 
 
 @server.tool(
@@ -83,20 +97,20 @@ async def e2b_run_code(
     if not code_block or not code_block.strip():
         raise ToolFailure("code_block is empty; pass the code to run.")
     session = session_of(ctx)
-    current = backend.sandbox_id(session)
+    current = backend().sandbox_id(session)
     if sandbox_id and current and sandbox_id != current:
         raise ToolFailure(
             f"Unknown sandbox_id {sandbox_id}: this session's sandbox is {current}. "
             "Pass that id, or omit sandbox_id."
         )
-    output = await backend.run(session, code_block, language)
-    return output.render(backend.sandbox_id(session))
+    output = await backend().run(session, code_block, language)
+    return output.render(backend().sandbox_id(session))
 
 
 @server.on_session_end
 async def release_sandbox(session_id: str) -> None:
-    await backend.release(session_id)
+    await backend().release(session_id)
 
 
 def main() -> None:
-    serve(server, check=backend.status)
+    serve(server, check=lambda: backend().status())

@@ -33,11 +33,14 @@ from gaia_kit import PathGuard, ToolFailure
 from gaia_kit.core.limits import check_package, line_limited
 from gaia_kit.core.openat import fd_path
 from gaia_kit.core.quota import make_dirs, place, scratch, staged
+from gaia_kit.core.settings import settings
 from gaia_kit.documents.text import sniff_encoding
 from openpyxl import Workbook, load_workbook
 from openpyxl.utils.cell import range_boundaries
 from openpyxl.utils.exceptions import InvalidFileException
 from openpyxl.worksheet._read_only import ReadOnlyWorksheet
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 WORKBOOK_SUFFIXES = (".xlsx", ".xlsm", ".xltx", ".xltm")
 CONVERTED_SUFFIXES = (".xls", ".csv", ".tsv")
@@ -72,14 +75,25 @@ def _size_from_head(sheet: ReadOnlyWorksheet) -> None:
 ReadOnlyWorksheet._get_size = _size_from_head
 
 
+class EditSettings(BaseSettings):
+    """GAIA_EXCEL_MAX_CELLS and GAIA_EXCEL_MAX_EDIT_MB; see docs/configuration.md."""
+
+    model_config = SettingsConfigDict(env_prefix="GAIA_EXCEL_", extra="ignore", env_ignore_empty=True)
+
+    max_cells: float = Field(20_000_000, gt=0)
+    """The largest used range (rows x columns) of a sheet loaded whole, for edits and formulas."""
+    max_edit_mb: float = Field(40, gt=0)
+    """The largest workbook edited; reads stream and have no limit."""
+
+
 def max_cells() -> int:
     """GAIA_EXCEL_MAX_CELLS: the largest used range (rows x columns) of a sheet loaded whole."""
-    return int(float(os.environ.get("GAIA_EXCEL_MAX_CELLS", "20000000")))
+    return int(settings(EditSettings).max_cells)
 
 
 def max_edit_bytes() -> int:
     """Edits load the whole workbook (openpyxl keeps every cell as an object: ~50x the file size)."""
-    return int(float(os.environ.get("GAIA_EXCEL_MAX_EDIT_MB", "40")) * 1024 * 1024)
+    return int(settings(EditSettings).max_edit_mb * 1024 * 1024)
 
 
 def kind_of(handle: BinaryIO) -> str:

@@ -8,27 +8,39 @@ the server's cap with the start_cell that reads on.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Literal
 from xml.etree.ElementTree import fromstring
 
-from gaia_kit import ToolFailure, get_settings
+from gaia_kit import get_settings
+from gaia_kit.core.settings import settings
 from openpyxl.utils.datetime import from_excel
+from pydantic import field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from . import cells, files
 from .compute import LazyEvaluator, formula_text
 
 PREVIEW_ROWS = 10
-LAYOUTS = ("cells", "rows")
+
+
+class ReadSettings(BaseSettings):
+    """GAIA_EXCEL_READ_LAYOUT; see docs/configuration.md."""
+
+    model_config = SettingsConfigDict(env_prefix="GAIA_EXCEL_", extra="ignore")
+
+    read_layout: Literal["cells", "rows"] = "cells"
+    """read_data_from_excel's layout when a call names none (a call's `layout` overrides it)."""
+
+    @field_validator("read_layout", mode="before")
+    @classmethod
+    def _any_case(cls, value: Any) -> Any:
+        return (value.strip().lower() or "cells") if isinstance(value, str) else value
 
 
 def default_layout() -> str:
     """read_data_from_excel's layout when a call names none: GAIA_EXCEL_READ_LAYOUT, else cells."""
-    chosen = os.environ.get("GAIA_EXCEL_READ_LAYOUT", "cells").strip().lower() or "cells"
-    if chosen not in LAYOUTS:
-        raise ToolFailure(f"GAIA_EXCEL_READ_LAYOUT is {chosen!r}; set it to cells or rows (or unset it).")
-    return chosen
+    return settings(ReadSettings).read_layout
 
 
 MAIN_NS = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"

@@ -7,7 +7,6 @@ ARXIV_API_URL sets the endpoint; ARXIV_MAX_RESULTS caps a search (the reference 
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -17,12 +16,14 @@ from gaia_kit.core.args import MaxLength, OutputFormat, StartIndex
 from gaia_kit.core.hints import hints
 from gaia_kit.core.output import formatted
 from gaia_kit.core.results import json_result, with_data
+from gaia_kit.core.settings import settings
 from gaia_kit.pages.extract import pdf_to_text
 from gaia_kit.web.errors import HttpFailure
 from gaia_kit.web.http import shared_http
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 from pydantic import BaseModel, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from . import categories
 from .feed import Feed, Paper, normalise_id, parse
@@ -146,7 +147,7 @@ async def download_paper(
     """
     paper = await _paper(paper_id)
     url = paper.pdf_url or DEFAULT_PDF_URL.format(id=paper.id)
-    limit = _setting("ARXIV_MAX_PDF_BYTES", 50 * 1024 * 1024)
+    limit = settings(ArxivSettings).max_pdf_bytes
     pdf = (await shared_http().get(url, max_bytes=limit)).content
     if not pdf.startswith(b"%PDF"):
         raise ToolFailure(
@@ -159,7 +160,7 @@ async def download_paper(
     found: dict[str, Any] = {"paper": paper.as_dict(), "saved_to": paths.display(target), "bytes": len(pdf)}
     if extract_text:
         found.update(
-            await run_blocking(_pdf_text, target, found["saved_to"], _setting("ARXIV_TEXT_PAGES", 30))
+            await run_blocking(_pdf_text, target, found["saved_to"], settings(ArxivSettings).text_pages)
         )
     return page(formatted(found, output_format, _download_md), start_index, max_length)
 
@@ -195,21 +196,27 @@ def get_categories(output_format: OutputFormat = "markdown") -> str:
 # --- the API --------------------------------------------------------------------------------------
 
 
+class ArxivSettings(BaseSettings):
+    """ARXIV_* variables; see docs/configuration.md. An empty variable means its default."""
+
+    model_config = SettingsConfigDict(env_prefix="ARXIV_", extra="ignore", env_ignore_empty=True)
+
+    api_url: str = DEFAULT_API_URL
+    """The export API's endpoint (a mirror, or a loopback fake in tests)."""
+    max_results: int = Field(50, gt=0)
+    """The most papers one search returns (the reference asked for 300,000)."""
+    max_pdf_bytes: int = Field(50 * 1024 * 1024, gt=0)
+    """The largest PDF download_paper fetches."""
+    text_pages: int = Field(30, gt=0)
+    """How many pages of a downloaded PDF download_paper turns into text."""
+
+
 def _api_url() -> str:
-    return os.environ.get("ARXIV_API_URL") or DEFAULT_API_URL
+    return settings(ArxivSettings).api_url
 
 
 def _max_results() -> int:
-    return _setting("ARXIV_MAX_RESULTS", 50)
-
-
-def _setting(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    if not raw.isdigit() or int(raw) < 1:
-        raise ToolFailure(f"{name}={raw!r} is not a positive whole number; fix or unset it.")
-    return int(raw)
+    return settings(ArxivSettings).max_results
 
 
 def _search_query(query: str, category: str | None) -> str:

@@ -1,7 +1,7 @@
 """Which Wiki answers: the configured ZIM for its own language, the live API for the rest.
 
-The choice rests on the settings alone (WIKI_BACKEND, WIKI_ZIM_PATH, GAIA_CORPUS_PATH), read per
-call so that a changed setting takes effect; the archive itself is opened once per file.
+The choice rests on the settings alone (WIKI_BACKEND, WIKI_ZIM_PATH, GAIA_CORPUS_PATH), read once
+per process like every setting; the archive itself is opened once per file.
 """
 
 from __future__ import annotations

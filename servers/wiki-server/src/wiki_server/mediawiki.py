@@ -6,14 +6,15 @@ run can be replayed offline. WIKI_API_URL sets the endpoint; `{lang}` in it beco
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any, NoReturn
 from urllib.parse import quote
 
 from gaia_kit import ToolFailure
+from gaia_kit.core.settings import settings
 from gaia_kit.web.errors import HttpFailure
 from gaia_kit.web.http import shared_http
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .wiki import Hit, Revision, Text, missing, require_query, require_title
 from .wikitext import render_wikitext
@@ -22,8 +23,17 @@ DEFAULT_API_URL = "https://{lang}.wikipedia.org/w/api.php"
 MAX_LINK_REQUESTS = 10  # 500 links per request: 5,000 links is more than any article has
 
 
+class MediaWikiSettings(BaseSettings):
+    """WIKI_API_URL; see docs/configuration.md."""
+
+    model_config = SettingsConfigDict(env_prefix="WIKI_", extra="ignore", env_ignore_empty=True)
+
+    api_url: str = DEFAULT_API_URL
+    """The action API's endpoint; `{lang}` in it becomes the language asked for."""
+
+
 def api_template() -> str:
-    return os.environ.get("WIKI_API_URL") or DEFAULT_API_URL
+    return settings(MediaWikiSettings).api_url
 
 
 class MediaWiki:

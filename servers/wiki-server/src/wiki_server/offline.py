@@ -10,14 +10,14 @@ one revision per article, so history comes from the live API.
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from gaia_kit import ToolFailure, run_blocking
+from gaia_kit.core.settings import settings
 from gaia_kit.pages.corpus import Corpus, configured_corpus
 from gaia_kit.pages.extract import html_to_markdown, visible_text
 from gaia_kit.pages.zim import (
@@ -28,6 +28,8 @@ from gaia_kit.pages.zim import (
     zim_targets,
     zim_url,
 )
+from pydantic import field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .mediawiki import MediaWiki
 from .wiki import Hit, Revision, Text, missing, require_query, require_title
@@ -35,6 +37,22 @@ from .wiki import Hit, Revision, Text, missing, require_query, require_title
 ZIM_ENV = "WIKI_ZIM_PATH"
 BACKEND_ENV = "WIKI_BACKEND"
 SNIPPET_CHARS = 200
+
+
+class OfflineSettings(BaseSettings):
+    """WIKI_BACKEND and WIKI_ZIM_PATH; see docs/configuration.md."""
+
+    model_config = SettingsConfigDict(env_prefix="WIKI_", extra="ignore")
+
+    backend: Literal["auto", "api", "zim"] = "auto"
+    """`auto` answers from a configured ZIM when there is one, `api` always live, `zim` never live."""
+    zim_path: str = ""
+    """A Wikipedia .zim from Kiwix; when empty, the ZIM the offline index was built from, if any."""
+
+    @field_validator("backend", mode="before")
+    @classmethod
+    def _any_case(cls, value: Any) -> Any:
+        return (value.strip().lower() or "auto") if isinstance(value, str) else value
 
 
 @dataclass(frozen=True)
@@ -216,15 +234,14 @@ def _open(path: str, corpus_path: str | None, mtime: float) -> Zim:
 
 def configured_zim() -> Zim | None:
     """The Wikipedia ZIM configured, or None when the live API is to answer; opened once per file."""
-    backend = os.environ.get(BACKEND_ENV, "auto").strip().lower() or "auto"
-    if backend not in ("auto", "api", "zim"):
-        raise ToolFailure(f"{BACKEND_ENV}={backend!r} is not auto, api or zim; fix or unset it.")
+    config = settings(OfflineSettings)
+    backend = config.backend
     if backend == "api":
         return None
-    corpus = configured_corpus() if os.environ.get("GAIA_CORPUS_PATH", "").strip() else None
+    corpus = configured_corpus()
     from_corpus = corpus is not None and corpus.meta.get("kind") == "zim"
     wikipedia = from_corpus and wikipedia_language(json.loads(corpus.meta.get("zim_metadata", "{}")))
-    zim = os.environ.get(ZIM_ENV, "").strip() or (corpus.meta["source"] if wikipedia else "")
+    zim = config.zim_path.strip() or (corpus.meta["source"] if wikipedia else "")
     if not zim:
         if backend == "zim":
             raise ToolFailure(

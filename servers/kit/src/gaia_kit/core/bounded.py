@@ -53,15 +53,17 @@ from typing import ParamSpec, TypeVar
 import anyio.to_thread
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from gaia_kit.core import calls
 from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.settings import settings
 
 P = ParamSpec("P")
 T = TypeVar("T")
 logger = logging.getLogger("gaia_kit.core.bounded")
 
-DEFAULT_MEMORY_MB = 512
 _HEADER = struct.Struct("!Q")
 _OK, _RAISED, _OUT_OF_MEMORY = 0, 1, 2
 _OUT_OF_MEMORY_EXIT = 86
@@ -72,16 +74,18 @@ class CallOutOfMemory(ToolFailure):
     """The call needed more memory than its limit; the server is unharmed."""
 
 
+class BoundedSettings(BaseSettings):
+    """GAIA_CALL_MEMORY_MB; see docs/configuration.md."""
+
+    model_config = SettingsConfigDict(env_prefix="GAIA_", extra="ignore")
+
+    call_memory_mb: int = Field(512, ge=0)
+    """The new memory, in MB, one bounded call may take; 0 turns the limit off."""
+
+
 def call_memory_mb() -> int:
     """GAIA_CALL_MEMORY_MB: the new memory one bounded call may take (0 turns the limit off)."""
-    text = os.environ.get("GAIA_CALL_MEMORY_MB", str(DEFAULT_MEMORY_MB)).strip()
-    try:
-        value = int(text)
-    except ValueError:
-        raise ToolFailure(f"GAIA_CALL_MEMORY_MB is {text!r}; set it to a whole number of MB.") from None
-    if value < 0:
-        raise ToolFailure(f"GAIA_CALL_MEMORY_MB is {value}; set it to 0 (no limit) or more.")
-    return value
+    return settings(BoundedSettings).call_memory_mb
 
 
 fork_gate = threading.Lock()

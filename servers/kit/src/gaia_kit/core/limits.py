@@ -4,8 +4,8 @@ A few megabytes on disk can claim gigabytes once inflated: a zip part that defla
 an image header that promises 100,000 x 100,000 pixels, a text "line" of 250 MB. Every document,
 spreadsheet and image tool asks these checks first, so such a file is refused in milliseconds with
 a sentence that names the limit and its variable; what slips through a check (an XML tree that grows
-far beyond its text) meets the per-call memory limit of `gaia_kit.core.bounded`. Standard library
-only: the image servers use it without the documents extra.
+far beyond its text) meets the per-call memory limit of `gaia_kit.core.bounded`. The core's
+libraries only: the image servers use it without the documents extra.
 
 Python's zipfile never inflates a part beyond the size its central directory declares (it stops
 there and fails the CRC), so checking the declared sizes bounds what any Python reader inflates.
@@ -14,31 +14,40 @@ there and fails the CRC), so checking the declared sizes bounds what any Python 
 from __future__ import annotations
 
 import io
-import os
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
 from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.settings import settings
 
 MB = 2**20
 RATIO_FLOOR_BYTES = MB
 """Parts smaller than this may inflate as much as they like: the ratio of a tiny part says nothing."""
 
 
-def _env_number(name: str, default: float) -> float:
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        raise ToolFailure(f"{name} is {text!r}; set it to a number.") from None
-    if value <= 0:
-        raise ToolFailure(f"{name} is {value:g}; set it to a positive number.")
-    return value
+class LimitSettings(BaseSettings):
+    """The declared-size limits; see docs/configuration.md. An empty variable means its default."""
+
+    model_config = SettingsConfigDict(env_prefix="GAIA_", extra="ignore", env_ignore_empty=True)
+
+    doc_max_part_mb: float = Field(64, gt=0)
+    """A zip part read whole (an XML tree, an image, shared strings), inflated, in MB."""
+    doc_max_streamed_part_mb: float = Field(1024, gt=0)
+    """A zip part read as a stream (a worksheet in read-only mode), inflated, in MB."""
+    doc_max_total_mb: float = Field(2048, gt=0)
+    """All parts of one package together, inflated, in MB."""
+    doc_max_ratio: float = Field(100, gt=0)
+    """How many times a part larger than 1 MB may inflate."""
+    max_line_mb: float = Field(16, gt=0)
+    """The longest line a table reader accepts, in MB."""
+    image_max_pixels: float = Field(90_000_000, gt=0, validation_alias="IMAGE_MAX_PIXELS")
+    """An image whose header promises more pixels is never decoded."""
 
 
 @dataclass(frozen=True)
@@ -54,12 +63,13 @@ class PackageLimits:
     parts: int = 10_000
 
     @classmethod
-    def from_env(cls) -> PackageLimits:
+    def from_settings(cls) -> PackageLimits:
+        config = settings(LimitSettings)
         return cls(
-            part_mb=_env_number("GAIA_DOC_MAX_PART_MB", 64),
-            streamed_part_mb=_env_number("GAIA_DOC_MAX_STREAMED_PART_MB", 1024),
-            total_mb=_env_number("GAIA_DOC_MAX_TOTAL_MB", 2048),
-            ratio=_env_number("GAIA_DOC_MAX_RATIO", 100),
+            part_mb=config.doc_max_part_mb,
+            streamed_part_mb=config.doc_max_streamed_part_mb,
+            total_mb=config.doc_max_total_mb,
+            ratio=config.doc_max_ratio,
         )
 
 
@@ -67,7 +77,7 @@ def check_package(path: Path, raw: str, *, streamed: Callable[[str], bool] = lam
     """Refuse a zip package (docx, pptx, xlsx) whose declared sizes would inflate past the limits.
 
     `streamed(name)` says which parts the reader streams rather than loads whole."""
-    limits = PackageLimits.from_env()
+    limits = PackageLimits.from_settings()
     try:
         with zipfile.ZipFile(path) as archive:
             infos = archive.infolist()
@@ -119,7 +129,7 @@ def _mb(size: int) -> str:
 
 def max_image_pixels() -> int:
     """IMAGE_MAX_PIXELS (90 million by default): an image with more is never decoded."""
-    return int(_env_number("IMAGE_MAX_PIXELS", 90_000_000))
+    return int(settings(LimitSettings).image_max_pixels)
 
 
 def check_pixels(shown: str, size: tuple[int, int]) -> None:
@@ -142,7 +152,7 @@ def image_bomb(shown: str, size: tuple[int, int] | None) -> ToolFailure:
 
 def max_line_bytes() -> int:
     """GAIA_MAX_LINE_MB (16 by default): the longest line a table reader accepts."""
-    return int(_env_number("GAIA_MAX_LINE_MB", 16) * MB)
+    return int(settings(LimitSettings).max_line_mb * MB)
 
 
 class LineTooLong(ToolFailure):

@@ -11,8 +11,8 @@ header and nowhere else: error text and logs are scrubbed of it.
 
 from __future__ import annotations
 
+import functools
 import logging
-import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -20,9 +20,12 @@ from typing import Any
 
 import anyio
 import httpx
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from gaia_kit.core.errors import ToolFailure
 from gaia_kit.core.retry import retry_wait
+from gaia_kit.core.settings import settings
 from gaia_kit.core.usage import charge, check_budget
 
 logger = logging.getLogger("gaia_kit.models.llm")
@@ -64,28 +67,62 @@ class LLMConfig:
         return base if base.endswith("/chat/completions") else f"{base}/chat/completions"
 
 
+class LLMSettings(BaseSettings):
+    """One prefix's X_LLM_* variables; `_settings_for(prefix)` is the class that reads them. A blank
+    variable counts as unset, so the shared MCP_LLM_* one answers instead."""
+
+    model_config = SettingsConfigDict(extra="ignore")
+
+    base_url: str | None = None
+    """The OpenAI-compatible endpoint, usually ending in /v1."""
+    model_name: str | None = None
+    api_key: str | None = Field(None, repr=False)
+    """Sent in the Authorization header and nowhere else."""
+    timeout: float | None = Field(None, gt=0)
+    """Seconds for one whole call, retries included."""
+    max_tokens: int | None = Field(None, gt=0)
+    """A cap on the answer; callers' own limits are lowered to it."""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: Any) -> Any:
+        return (value.strip() or None) if isinstance(value, str) else value
+
+
+@functools.cache
+def _settings_for(prefix: str) -> type[LLMSettings]:
+    config = SettingsConfigDict(env_prefix=f"{prefix}_LLM_", extra="ignore")
+    return type(
+        f"{prefix.title()}LLMSettings", (LLMSettings,), {"model_config": config, "__module__": __name__}
+    )
+
+
 def llm_config(prefix: str) -> LLMConfig:
-    """The settings for servers with prefix `prefix` (CODE, THINK, ...), read from the environment now."""
+    """The settings for servers with prefix `prefix` (CODE, THINK, ...): each its own X_LLM_* variable,
+    else the shared MCP_LLM_* one (read only when needed, as a bad shared value must not fail a server
+    whose own values are set)."""
     prefix = prefix.upper()
+    own = settings(_settings_for(prefix))
     sources: dict[str, str] = {}
 
-    def read(suffix: str) -> str | None:
-        for name in (f"{prefix}_LLM_{suffix}", f"{FALLBACK}_LLM_{suffix}"):
-            value = os.environ.get(name, "").strip()
-            if value:
-                sources[suffix] = name
-                return value
-        return None
+    def read(field: str, suffix: str) -> Any:
+        value = getattr(own, field)
+        if value is not None:
+            sources[suffix] = f"{prefix}_LLM_{suffix}"
+            return value
+        value = getattr(settings(_settings_for(FALLBACK)), field)
+        if value is not None:
+            sources[suffix] = f"{FALLBACK}_LLM_{suffix}"
+        return value
 
-    timeout = _positive(read("TIMEOUT"), float, DEFAULT_TIMEOUT_S, prefix, "TIMEOUT")
-    max_tokens = _positive(read("MAX_TOKENS"), int, None, prefix, "MAX_TOKENS")
+    timeout = read("timeout", "TIMEOUT")
     return LLMConfig(
         prefix=prefix,
-        base_url=read("BASE_URL"),
-        model=read("MODEL_NAME"),
-        api_key=read("API_KEY"),
-        timeout_s=timeout,
-        max_tokens=max_tokens,
+        base_url=read("base_url", "BASE_URL"),
+        model=read("model_name", "MODEL_NAME"),
+        api_key=read("api_key", "API_KEY"),
+        timeout_s=DEFAULT_TIMEOUT_S if timeout is None else timeout,
+        max_tokens=read("max_tokens", "MAX_TOKENS"),
         sources=sources,
     )
 
@@ -305,15 +342,3 @@ def _host(config: LLMConfig) -> str:
 def _scrub(config: LLMConfig, text: str) -> str:
     """Whatever a server or library echoes back, the key must not reach the agent."""
     return text.replace(config.api_key, "***") if config.api_key else text
-
-
-def _positive(raw: str | None, kind: type, default: Any, prefix: str, suffix: str) -> Any:
-    if raw is None:
-        return default
-    try:
-        value = kind(raw)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise ToolFailure(f"{prefix}_LLM_{suffix} must be a positive number, not {raw!r}.")
-    return value

@@ -14,7 +14,6 @@ Kiwix files.
 from __future__ import annotations
 
 import json
-import os
 import re
 import sqlite3
 import threading
@@ -24,7 +23,10 @@ from functools import lru_cache
 from pathlib import Path
 from urllib.parse import quote
 
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
 from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.settings import cache_dir, settings
 from gaia_kit.pages.indexing import BuildReport, Source, build, build_documents, url_key
 
 # The offline index's door: read it here, and build it with the same import.
@@ -38,6 +40,7 @@ __all__ = [
     "build",
     "build_documents",
     "configured_corpus",
+    "configured_path",
     "default_index_path",
     "query_terms",
 ]
@@ -45,6 +48,15 @@ __all__ = [
 CORPUS_ENV = "GAIA_CORPUS_PATH"
 MAX_QUERY_TERMS = 16
 RANK_CAP = 2000  # matches ranked in full; a broader query is ranked by title, then its first matches
+
+
+class CorpusSettings(BaseSettings):
+    """GAIA_CORPUS_PATH; see docs/configuration.md."""
+
+    model_config = SettingsConfigDict(env_prefix="GAIA_", extra="ignore")
+
+    corpus_path: str = ""
+    """The offline index web search, page reading and wiki-server answer from; none when empty."""
 
 
 @dataclass(frozen=True)
@@ -190,9 +202,14 @@ def _open_cached(path: str, mtime: float) -> Corpus:
     return Corpus.open(path)
 
 
+def configured_path() -> str:
+    """GAIA_CORPUS_PATH as set, or "" when it is unset or blank."""
+    return settings(CorpusSettings).corpus_path.strip()
+
+
 def configured_corpus() -> Corpus | None:
     """The index GAIA_CORPUS_PATH names (reopened when it is rebuilt), or None when it is unset."""
-    value = os.environ.get(CORPUS_ENV, "").strip()
+    value = configured_path()
     if not value:
         return None
     path = Path(value).expanduser()
@@ -204,8 +221,5 @@ def configured_corpus() -> Corpus | None:
 
 
 def default_index_path() -> Path:
-    value = os.environ.get(CORPUS_ENV, "").strip()
-    if value:
-        return Path(value).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "gaia-env" / "corpus.sqlite"
+    value = configured_path()
+    return Path(value).expanduser() if value else cache_dir() / "corpus.sqlite"

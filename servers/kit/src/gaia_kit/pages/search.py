@@ -25,7 +25,7 @@ from gaia_kit.core.benchmark_guard import keep_unquoted
 from gaia_kit.core.blocking import run_blocking
 from gaia_kit.core.errors import ToolFailure
 from gaia_kit.core.settings import settings
-from gaia_kit.pages.corpus import CORPUS_ENV, configured_corpus
+from gaia_kit.pages.corpus import CORPUS_ENV, configured_corpus, configured_path
 from gaia_kit.web.http import shared_http
 
 Backend = Literal["google", "searxng", "corpus"]
@@ -48,7 +48,6 @@ class SearchSettings(BaseSettings):
     google_cse_id: str = ""
     google_cse_url: str = "https://www.googleapis.com/customsearch/v1"
     searxng_url: str = ""
-    gaia_corpus_path: str = ""
 
 
 @dataclass(frozen=True)
@@ -79,14 +78,14 @@ def search_backend() -> Backend:
             return "google"
         if config.searxng_url:
             return "searxng"
-        if config.gaia_corpus_path:
+        if configured_path():
             return "corpus"
         raise ToolFailure(NOTHING_CONFIGURED)
     if wanted == "google" and not google:
         raise ToolFailure("SEARCH_BACKEND=google needs GOOGLE_API_KEY and GOOGLE_CSE_ID; set both.")
     if wanted == "searxng" and not config.searxng_url:
         raise ToolFailure("SEARCH_BACKEND=searxng needs SEARXNG_URL (e.g. http://127.0.0.1:8888); set it.")
-    if wanted == "corpus" and not config.gaia_corpus_path:
+    if wanted == "corpus" and not configured_path():
         raise ToolFailure(f"SEARCH_BACKEND=corpus needs {CORPUS_ENV}, an index from `gaia-env corpus build`.")
     return wanted  # type: ignore[return-value]
 
@@ -102,7 +101,7 @@ def describe_backend() -> str:
         return f"google (Custom Search JSON API at {config.google_cse_url}, engine {config.google_cse_id})"
     if backend == "searxng":
         return f"searxng (JSON API at {config.searxng_url})"
-    return f"corpus (offline index at {config.gaia_corpus_path})"
+    return f"corpus (offline index at {configured_path()})"
 
 
 def search_check() -> dict[str, Any]:

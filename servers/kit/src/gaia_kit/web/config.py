@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from importlib import metadata
 from pathlib import Path
 from typing import Literal
@@ -11,13 +10,13 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from gaia_kit.core.errors import ToolFailure
+from gaia_kit.core.settings import cache_dir
 
 CacheMode = Literal["off", "read-write", "replay"]
 
 
 def _default_cache_path() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "gaia-env" / "http-cache.sqlite"
+    return cache_dir() / "http-cache.sqlite"
 
 
 class HttpSettings(BaseSettings):
