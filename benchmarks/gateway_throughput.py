@@ -39,11 +39,10 @@ import httpx
 from gaia_contract import BUSY, RETRY_AFTER
 from gaia_env.registry import DEFAULT_REGISTRY
 from gaia_kit_testing.loopback import free_port
+from gaia_kit_testing.probe import PROBE
 
 from benchmarks.loadgen import latency_summary, read_response, start_gateway, tree_rss_mib
 
-ROOT = Path(__file__).resolve().parents[1]
-PROBE = ROOT / "tests" / "fixtures" / "probe_server.py"
 WARM_UP_S = 3.0
 """Calls before each measurement: connections open, the gateway's costs measured, replicas added."""
 AUTO_SETTLE_S = 20.0

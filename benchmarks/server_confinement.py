@@ -1,6 +1,6 @@
 """What confining a server costs (issue 22): start-up and per-call time, confined against plain.
 
-The probe server (tests/fixtures/probe_server.py) and terminal-server (its sandbox nests inside the
+The probe server (gaia_kit_testing.probe) and terminal-server (its sandbox nests inside the
 confinement) are started the way the gateway starts them (ServerProcess), confined
 (GAIA_SERVER_CONFINE=1, the default) and plain (=0). Every start and every call is taken in turn in
 both modes, so both meet the same moment's load; each ratio is confined / plain (medians), one run.
@@ -22,10 +22,10 @@ from pathlib import Path
 from gaia_contract import SESSION_ID_KEY, WORKSPACE_KEY
 from gaia_env.confine import Confinement
 from gaia_env.process import ServerProcess
+from gaia_kit_testing.probe import PROBE
 
-ROOT = Path(__file__).resolve().parents[1]
 SERVERS = {
-    "probe": [sys.executable, str(ROOT / "tests" / "fixtures" / "probe_server.py")],
+    "probe": [sys.executable, str(PROBE)],
     "terminal-server": [sys.executable, "-m", "terminal_server"],
 }
 LABELS = {

@@ -18,10 +18,9 @@ import time
 from pathlib import Path
 
 import httpx
+from gaia_kit_testing.probe import PROBE
 
 from benchmarks.loadgen import latency_summary, start_gateway
-
-ROOT = Path(__file__).resolve().parents[1]
 
 JSON_ONLY = "application/json"
 STREAMING = "application/json, text/event-stream"
@@ -84,10 +83,7 @@ def main() -> None:
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="gaia-bench-"))
     registry = tmp / "probe.toml"
-    registry.write_text(
-        f'[servers.probe]\ncommand = ["{{python}}", "{ROOT / "tests" / "fixtures" / "probe_server.py"}"]\n'
-        "max_in_flight = 64\n"
-    )
+    registry.write_text(f'[servers.probe]\ncommand = ["{{python}}", "{PROBE}"]\nmax_in_flight = 64\n')
     gateway = start_gateway(tmp, tmp / "data", "--replicas", "1", "--config", str(registry))
     url = gateway.url
     results = {}

@@ -21,9 +21,10 @@ NOT_SERVERS = {"kit", "kit-testing"}
 GATEWAY, TRAINER, TESTING, CONTRACT = "gaia_env", "gaia_train", "gaia_kit_testing", "gaia_contract"
 CONTRACT_FOLDER = ROOT / "contract"
 TEST_LIBRARIES = {"pytest", "_pytest", "hypothesis", TESTING}
-# Imported inside a function and installed with pip beside the trainer's CPU torch
-# (scripts/whisper-extra.sh), never by uv: media-audio-server's optional openai-whisper backend.
-INSTALLED_OUTSIDE_UV = {"whisper"}
+# Imported inside a function and installed with pip beside the trainer's CPU torch, never by uv:
+# media-audio-server's optional openai-whisper backend (scripts/whisper-extra.sh), and verl with the
+# config libraries it brings, which gaia_kit_testing.verl_loop uses (scripts/trainer-extra.sh).
+INSTALLED_OUTSIDE_UV = {"whisper", "verl", "hydra", "omegaconf"}
 
 
 def server_folders() -> list[Path]:
@@ -394,6 +395,23 @@ def test_no_file_loads_another_folders_file_by_path():
     assert loaders <= LOADS_THE_USERS_FILE, (
         f"{sorted(str(p.relative_to(ROOT)) for p in loaders - LOADS_THE_USERS_FILE)} "
         "load a file by path: import it (benchmarks is a package, harnesses live in gaia_kit_testing)"
+    )
+
+
+def test_tests_holds_only_tests_and_its_conftest():
+    """A helper module in tests/ would be importable only through pytest's path: harnesses live in
+    gaia_kit_testing. Its subfolders hold programs other environments run (tests/clients)."""
+    helpers = sorted(
+        p.name
+        for p in (ROOT / "tests").glob("*.py")
+        if p.name != "conftest.py" and not p.name.startswith("test_")
+    )
+    assert not helpers, f"{helpers} in tests/: move them into gaia_kit_testing (servers/kit-testing)"
+    pythonpath = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"][
+        "pythonpath"
+    ]
+    assert "tests" not in pythonpath, (
+        "pytest's pythonpath lists tests: import harnesses from gaia_kit_testing"
     )
 
 

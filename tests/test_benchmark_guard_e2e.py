@@ -16,10 +16,10 @@ import anyio
 import httpx
 import pytest
 from gaia_kit_testing.fake_search import FakePage, FakeSearch
+from gaia_kit_testing.gateway import RunningGateway, launch
 from gaia_kit_testing.loopback import LoopbackServer
 from gaia_train.episode.session import McpSettings, McpToolSession
 from gaia_train.episode.toolcalls import ToolCall
-from gateway_harness import RunningGateway, launch
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from gaia_kit_testing.gateway import RunningGateway, launch
 from gaia_kit_testing.loopback import LoopbackServer
-from gateway_harness import RunningGateway, launch, write_registry
+from gaia_kit_testing.probe import write_registry
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse

@@ -9,9 +9,9 @@ import re
 from pathlib import Path
 
 import pytest
+from gaia_kit_testing.gateway import RunningGateway, launch
 from gaia_kit_testing.keepers_site import KEPT, SCRIPTED, keepers_site
 from gaia_kit_testing.loopback import LoopbackServer
-from gateway_harness import RunningGateway, launch
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gateway_harness import PROBE_REGISTRY, RunningGateway, write_registry
+from gaia_kit_testing.gateway import RunningGateway
+from gaia_kit_testing.probe import PROBE_REGISTRY, write_registry
 
 
 def gaia_env(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:

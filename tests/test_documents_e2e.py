@@ -9,7 +9,7 @@ import openpyxl
 import pymupdf
 import pytest
 from docx import Document
-from gateway_harness import RunningGateway
+from gaia_kit_testing.gateway import RunningGateway
 from pptx import Presentation
 from pptx.util import Inches
 

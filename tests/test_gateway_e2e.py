@@ -17,7 +17,8 @@ import psutil
 import pytest
 from gaia_contract import BUSY
 from gaia_env.registry import load_registry
-from gateway_harness import PROBE_REGISTRY, RunningGateway, write_registry
+from gaia_kit_testing.gateway import RunningGateway
+from gaia_kit_testing.probe import PROBE_REGISTRY, write_registry
 from mcp import Client
 
 DOCUMENTED_CURL = """curl -X POST http://localhost:8080/mcp -H "Content-Type: application/json" \\

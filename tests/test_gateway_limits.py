@@ -9,7 +9,8 @@ import shutil
 
 import httpx
 import pytest
-from gateway_harness import RunningGateway, write_registry
+from gaia_kit_testing.gateway import RunningGateway
+from gaia_kit_testing.probe import write_registry
 
 ONE_PROBE = """
 [servers.probe]

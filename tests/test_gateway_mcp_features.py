@@ -14,7 +14,8 @@ import anyio
 import httpx
 import psutil
 import pytest
-from gateway_harness import RunningGateway, launch, write_registry
+from gaia_kit_testing.gateway import RunningGateway, launch
+from gaia_kit_testing.probe import write_registry
 from mcp import Client
 
 HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")

@@ -14,10 +14,9 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from gateway_harness import RunningGateway, launch
+from gaia_kit_testing.gateway import RunningGateway, launch
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from test_conformance import suite
 
 SERVERS = "filesystem-server,documents-txt-server"
 
@@ -175,8 +174,10 @@ async def test_sdk_invalid_arguments_are_error_results(gateway: RunningGateway, 
 
 
 @pytest.mark.parametrize("scenario", ["server-initialize", "tools-list", "ping"])
-def test_the_session_url_passes_conformance(gateway: RunningGateway, scenario: str, tmp_path) -> None:
-    out = suite(
+def test_the_session_url_passes_conformance(
+    conformance_suite, gateway: RunningGateway, scenario: str, tmp_path
+) -> None:
+    out = conformance_suite(
         "server",
         "--url",
         gateway.base + "/sessions/conformance-1/mcp",

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from gateway_harness import write_registry
+from gaia_kit_testing.probe import write_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,7 +39,7 @@ def text(reply: dict) -> str:
 
 @pytest.fixture(scope="module")
 def confined(tmp_path_factory: pytest.TempPathFactory):
-    from gateway_harness import launch
+    from gaia_kit_testing.gateway import launch
 
     tmp = tmp_path_factory.mktemp("confined")
     (tmp / "dataset").mkdir()

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 from gaia_kit_testing.fake_openai import chat_completions_app, tool_call
+from gaia_kit_testing.gateway import RunningGateway, launch
 from gaia_kit_testing.loopback import LoopbackServer
 from gaia_train.cli import main
 from gaia_train.data import gaia as ds
 from gaia_train.demo.snapshot import DEMO_TASKS, write_demo_snapshot
-from gateway_harness import RunningGateway, launch
 
 SERVERS = "filesystem-server,documents-csv-server"
 

@@ -17,11 +17,12 @@ from typing import Any
 import anyio
 import psutil
 import pytest
+from gaia_kit_testing.gateway import launch
+from gaia_kit_testing.probe import write_registry
 from gaia_train.episode.gateways import Gateway, ranked
 from gaia_train.episode.loop import EpisodeLimits, Generation, Stop, run_episode
 from gaia_train.episode.session import McpSettings, McpToolSession
 from gaia_train.episode.toolcalls import ToolCall
-from gateway_harness import launch, write_registry
 
 pytestmark = pytest.mark.anyio
 

@@ -22,6 +22,7 @@ from typing import Any
 import anyio
 import pytest
 import torch
+from gaia_kit_testing.gateway import RunningGateway, launch
 from gaia_train.demo import tool_only, warm_start
 from gaia_train.demo.tiny_model import build_model
 from gaia_train.episode.loop import Stop
@@ -35,7 +36,6 @@ from gaia_train.trl_adapter.rollout import (
     row_plays,
     run_tape_episode,
 )
-from gateway_harness import RunningGateway, launch
 
 GENERATIONS = 4
 STEPS = 2

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import anyio
 import pytest
+from gaia_kit_testing.gateway import RunningGateway, launch
+from gaia_kit_testing.verl_loop import runs
 from gaia_train.demo import warm_start
 from gaia_train.demo.snapshot import write_demo_snapshot
 from gaia_train.episode.session import McpSettings
 from gaia_train.teams.team import load_team
-from gateway_harness import RunningGateway, launch
-from verl_harness import runs
 
 STEPS = 2
 GENERATIONS = 6

@@ -18,9 +18,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from gaia_kit_testing.gateway import launch
 from gaia_train.demo import verl_cpu, warm_start
 from gaia_train.demo.snapshot import write_demo_snapshot
-from gateway_harness import launch
 
 pytest.importorskip("verl", reason="verl's trainer needs scripts/trainer-extra.sh (make test runs it)")
 

@@ -8,12 +8,13 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
-from gaia_kit_testing.loopback import LoopbackServer
-from gateway_harness import PROBE_REGISTRY, free_port, launch, write_registry
+from gaia_kit_testing.gateway import launch
+from gaia_kit_testing.loopback import LoopbackServer, free_port
+from gaia_kit_testing.probe import PROBE_REGISTRY, write_registry
+from gaia_kit_testing.vnc_viewer import MAGENTA, magenta_page, vnc_colour_fraction
 from starlette.applications import Starlette
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
-from vnc_viewer import MAGENTA, magenta_page, vnc_colour_fraction
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""Pool, process and app tests run the probe server (tests/fixtures/probe_server.py) as a real subprocess."""
+"""Pool, process and app tests run the probe server (gaia_kit_testing.probe) as a real subprocess."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from gaia_env.gateway import Gateway, GatewayConfig
 from gaia_env.pool import ServerPool
 from gaia_env.registry import ServerSpec
 from gaia_env.replica import PoolState
-from gateway_harness import PROBE
+from gaia_kit_testing.probe import PROBE
 from starlette.types import ASGIApp
 
 PROBE_SPEC = ServerSpec(id="probe", command=("{python}", str(PROBE)), replicas=1, timeout=20)

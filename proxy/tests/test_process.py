@@ -13,7 +13,7 @@ import pytest
 from gaia_contract import SESSION_ID_KEY, WORKSPACE_KEY
 from gaia_env.logs import ServerLog
 from gaia_env.process import CallTimeout, ServerGone, ServerProcess
-from gateway_harness import PROBE
+from gaia_kit_testing.probe import PROBE
 
 pytestmark = pytest.mark.anyio
 

@@ -12,7 +12,7 @@ from gaia_env import supervisor
 from gaia_env.registry import ServerSpec
 from gaia_env.replica import Replica, ReplicaState
 from gaia_env.supervisor import backoff, supervise
-from gateway_harness import PROBE
+from gaia_kit_testing.probe import PROBE
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 from gaia_env.process import ServerProcess
 from gaia_env.watchdog import watch
-from gateway_harness import PROBE
+from gaia_kit_testing.probe import PROBE
 
 pytestmark = pytest.mark.anyio
 

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gaia_kit_testing.verl_loop import ScriptedServer, call, make_loop, runs
 from gaia_train.episode.loop import EpisodeLimits, Generation
 from gaia_train.episode.session import McpSettings
 from gaia_train.teams.delegation import SHARED_SESSION_MODE, run_team_episode
 from gaia_train.teams.team import TEAMS_DIR, TeamConfigError, load_team, parse_team, teams_for_rows
-from verl_harness import ScriptedServer, call, make_loop, runs
 
 pytestmark = pytest.mark.anyio
 

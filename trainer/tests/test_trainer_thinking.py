@@ -18,7 +18,7 @@ pytest.importorskip(
     reason="verl is not installed: run scripts/trainer-extra.sh (torch CPU + verl 0.9.1)",
 )
 
-from verl_harness import ScriptedServer, call, make_loop, runs  # noqa: E402
+from gaia_kit_testing.verl_loop import ScriptedServer, call, make_loop, runs  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 

@@ -23,13 +23,13 @@ pytest.importorskip(
 
 import gaia_train  # noqa: E402
 import gaia_train.verl_agent  # noqa: E402
+from gaia_kit_testing.verl_loop import ScriptedServer, call, make_loop, runs  # noqa: E402
 from gaia_train.reward import gaia_reward_func  # noqa: E402
 from gaia_train.verl_adapter.agent_loop import GaiaAgentLoop  # noqa: E402  (registers gaia_agent)
 from omegaconf import OmegaConf  # noqa: E402
 from verl.experimental.agent_loop.agent_loop import _agent_loop_registry  # noqa: E402
 from verl.experimental.reward_loop.reward_manager.naive import NaiveRewardManager  # noqa: E402
 from verl.protocol import DataProto  # noqa: E402
-from verl_harness import ScriptedServer, call, make_loop, runs  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 

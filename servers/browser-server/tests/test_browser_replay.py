@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 from gaia_kit_testing.fake_openai import LLM_SUFFIXES, FakeOpenAI
+from gaia_kit_testing.gateway import RunningGateway, launch
 from gaia_kit_testing.keepers_site import KEPT, SCRIPTED, keepers_site
 from gaia_kit_testing.loopback import LoopbackServer
-from gateway_harness import RunningGateway, launch
 
 pytestmark = pytest.mark.slow
 

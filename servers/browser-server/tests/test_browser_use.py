@@ -23,13 +23,13 @@ import httpx
 import pytest
 from gaia_env.registry import load_registry
 from gaia_kit_testing.fake_openai import LLM_SUFFIXES, FakeOpenAI
-from gaia_kit_testing.loopback import LoopbackServer
+from gaia_kit_testing.gateway import RunningGateway, launch
+from gaia_kit_testing.loopback import LoopbackServer, free_port
+from gaia_kit_testing.vnc_viewer import MAGENTA, magenta_page, vnc_colour_fraction
 from gaia_kit_testing.webrtc import WebRtcTargets
-from gateway_harness import RunningGateway, free_port, launch
 from starlette.applications import Starlette
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
-from vnc_viewer import MAGENTA, magenta_page, vnc_colour_fraction
 
 pytestmark = pytest.mark.slow
 

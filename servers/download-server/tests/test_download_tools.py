@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from gaia_kit.core.settings import forget_settings
 from gaia_kit.web import http as kit_http
 from gaia_kit_testing import failed, ok
 from gaia_kit_testing.fake_web import PDF, PNG, REFUSED_HOSTS
@@ -167,6 +168,7 @@ async def test_a_redirect_to_a_private_address_is_refused(fake_web, call, kit_en
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
 async def test_loopback_is_refused_unless_allow_listed(fake_web, call, monkeypatch, host):
     monkeypatch.delenv("GAIA_HTTP_ALLOW")
+    forget_settings()
     kit_http.forget_shared_http()
     url = f"http://{host}:{fake_web.port}/blob.bin"
     assert "loopback" in failed(await call("download_file", url=url, output_file_path="b.bin"))
@@ -179,6 +181,7 @@ async def test_recorded_downloads_replay_identically_with_the_site_gone(fake_web
     ]
     fake_web.stop()
     monkeypatch.setenv("GAIA_HTTP_CACHE_MODE", "replay")
+    forget_settings()
     kit_http.forget_shared_http()
     replayed = [
         await call("download_file", url=url, output_file_path=f"two/{n}") for n, url in enumerate(urls)

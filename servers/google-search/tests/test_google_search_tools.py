@@ -1,6 +1,7 @@
 """google-search: search and read_webpage against the loopback web, replay, and the offline index."""
 
 import pytest
+from gaia_kit.core.settings import forget_settings
 from gaia_kit.pages.indexing import build
 from gaia_kit.web import http as kit_http
 from gaia_kit_testing import failed, ok
@@ -53,6 +54,7 @@ async def test_recorded_search_and_page_replay_with_the_sites_gone(web, call, mo
     web.search.stop()
     web.stop()
     monkeypatch.setenv("GAIA_HTTP_CACHE_MODE", "replay")
+    forget_settings()
     kit_http.forget_shared_http()
     assert [ok(await call(name, **args)) for name, args in calls] == recorded
 

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from gaia_kit.core.settings import forget_settings
 from gaia_kit.pages.indexing import build
 from gaia_kit.web import http as kit_http
 from gaia_kit_testing import failed, ok
@@ -83,6 +84,7 @@ async def test_recorded_answers_replay_identically_with_the_site_gone(fake, call
     recorded = [ok(await call("search_google", query=q)) for q in queries]
     fake.stop()
     monkeypatch.setenv("GAIA_HTTP_CACHE_MODE", "replay")
+    forget_settings()
     kit_http.forget_shared_http()
     assert [ok(await call("search_google", query=q)) for q in queries] == recorded
     assert "No recorded answer" in failed(await call("search_google", query="new words"))

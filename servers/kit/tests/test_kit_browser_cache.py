@@ -39,6 +39,7 @@ def site(kit_env: SimpleNamespace, fresh_http: None, monkeypatch: pytest.MonkeyP
 
 def cache_mode(monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
     monkeypatch.setenv("GAIA_HTTP_CACHE_MODE", mode)
+    forget_settings()
     forget_shared_http()
 
 

@@ -12,6 +12,7 @@ from gaia_kit import KitServer
 from gaia_kit.core.calls import Call, current_call, enter, leave, replay_allowed
 from gaia_kit.core.hints import hints
 from gaia_kit.core.results import with_data
+from gaia_kit.core.settings import forget_settings
 from gaia_kit.execution.process import run_in_group
 from gaia_kit.web.http import forget_shared_http, shared_http
 from gaia_kit_testing import failed, ok
@@ -179,6 +180,7 @@ async def test_a_non_idempotent_tool_is_never_recorded_nor_replayed(
         ok(await client.call_tool("fetch_reading", {"url": url}))
         assert len(fake_web.requests) == 3  # recorded once, then answered from the cache
     monkeypatch.setenv("GAIA_HTTP_CACHE_MODE", "replay")
+    forget_settings()
     forget_shared_http()
     async with Client(make_server(tmp_path / "pid")) as client:
         ok(await client.call_tool("fetch_reading", {"url": url}))

@@ -4,6 +4,7 @@ import json
 
 import pymupdf
 import pytest
+from gaia_kit.core.settings import forget_settings
 from gaia_kit.web import http as kit_http
 from gaia_kit_testing import failed, ok
 from gaia_kit_testing.compat import REFERENCE, compatibility_problems
@@ -116,6 +117,7 @@ async def test_recorded_answers_replay_identically_with_the_site_gone(arxiv, cal
     recorded = [ok(await call(name, **args)) for name, args in calls]
     arxiv.stop()
     monkeypatch.setenv("GAIA_HTTP_CACHE_MODE", "replay")
+    forget_settings()
     kit_http.forget_shared_http()  # the next call builds a client with replay settings
     assert [ok(await call(name, **args)) for name, args in calls] == recorded
     assert "No recorded answer" in failed(await call("get_paper_details", paper_id="hep-th/9901001"))

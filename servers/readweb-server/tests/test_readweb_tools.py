@@ -55,6 +55,7 @@ async def test_failures_are_one_sentence(fake_web, call, path, words):
 
 async def test_a_slow_site_times_out(fake_web, call, monkeypatch):
     monkeypatch.setenv("GAIA_HTTP_TOTAL_TIMEOUT_S", "0.5")
+    forget_settings()
     kit_http.forget_shared_http()
     assert "did not finish answering within 0.5 s" in failed(
         await call("read_url", url=fake_web.url("/slow"))
@@ -78,6 +79,7 @@ async def test_a_redirect_to_a_private_address_is_refused(fake_web, call):
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
 async def test_loopback_is_refused_unless_allow_listed(fake_web, call, monkeypatch, host):
     monkeypatch.delenv("GAIA_HTTP_ALLOW")
+    forget_settings()
     kit_http.forget_shared_http()
     message = failed(await call("read_url", url=f"http://{host}:{fake_web.port}/article.html"))
     assert "loopback" in message and "GAIA_HTTP_ALLOW" in message
@@ -107,6 +109,7 @@ async def test_recorded_reads_replay_identically_with_the_site_gone(fake_web, ca
     recorded.append(await call("read_url", url="https://example.org/article.html"))
     fake_web.stop()
     monkeypatch.setenv("GAIA_HTTP_CACHE_MODE", "replay")
+    forget_settings()
     kit_http.forget_shared_http()
     replayed = [(await call("read_url", url=url)) for url in urls]
     replayed.append(await call("read_url", url="https://example.org/article.html"))

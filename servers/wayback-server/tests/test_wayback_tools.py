@@ -127,6 +127,7 @@ async def test_recorded_answers_replay_identically_with_the_archive_gone(wayback
     recorded = [await call(name, **args) for name, args in calls]
     wayback.stop()
     monkeypatch.setenv("GAIA_HTTP_CACHE_MODE", "replay")
+    forget_settings()
     kit_http.forget_shared_http()
     replayed = [await call(name, **args) for name, args in calls]
     assert [(r.is_error, r.content) for r in replayed] == [(r.is_error, r.content) for r in recorded]

@@ -1,6 +1,7 @@
 """wiki-server's outbound HTTP: retries on 429, a wrong endpoint, record/replay, the SSRF guard."""
 
 import pytest
+from gaia_kit.core.settings import forget_settings
 from gaia_kit.web import http as kit_http
 from gaia_kit_testing import failed, ok
 
@@ -38,6 +39,7 @@ async def test_recorded_answers_replay_identically_with_the_site_gone(wiki, call
     recorded = [ok(await call(name, **args)) for name, args in calls]
     wiki.stop()
     monkeypatch.setenv("GAIA_HTTP_CACHE_MODE", "replay")
+    forget_settings()
     kit_http.forget_shared_http()  # the next call builds a client with replay settings
     assert [ok(await call(name, **args)) for name, args in calls] == recorded
     message = failed(await call("get_article_summary", title="Monty Python"))

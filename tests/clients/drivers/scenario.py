@@ -6,13 +6,14 @@ then makes a call with an argument of the wrong type, and lists the whole catalo
 
 from __future__ import annotations
 
+import tomllib
+from pathlib import Path
 from typing import Any
 
-FILE = "notes.txt"
-CONTENT = "written by an MCP client through the session URL"
-WRITE, READ = "write_file", "read_text_file"
-# `head` is a number: a string is a validation error the model can fix.
-WRONG_TYPE = {"path": FILE, "head": "ten"}
+SCENARIO = tomllib.loads(Path(__file__).with_name("scenario.toml").read_text())
+FILE, CONTENT = SCENARIO["file"], SCENARIO["content"]
+WRITE, READ = SCENARIO["write"], SCENARIO["read"]
+WRONG_TYPE: dict[str, Any] = SCENARIO["wrong_type"]
 
 
 def write_args() -> dict[str, Any]:

@@ -4,7 +4,8 @@
 fake_web, ...) come from `gaia_kit_testing.fixtures`, which the root conftest loads as a plugin; a
 server's `call` fixture from `server_call`; the fakes live in `fake_web`, `fake_search`, `fake_openai`,
 `fake_wiki`, `fake_arxiv`, `fake_wayback`, `fake_site`, on `loopback`'s server; `gateway` starts a real
-`gaia-env serve`.
+`gaia-env serve`, `probe` is the server its tests run, `vnc_viewer` watches its VNC view; `verl_loop`
+drives the trainer's VeRL agent loop.
 """
 
 from .checks import SPOKEN_SENTENCE, failed, ok, run_measured, sent_content, session_call, text

@@ -63,8 +63,10 @@ def workspace_quota(
 @pytest.fixture
 def fresh_http() -> Iterator[None]:
     """Each test's GAIA_HTTP_* settings take effect: the kit builds one client per event loop, once."""
+    forget_settings()
     forget_shared_http()
     yield
+    forget_settings()
     forget_shared_http()
 
 

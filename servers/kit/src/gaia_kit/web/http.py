@@ -25,7 +25,7 @@ import httpx
 
 from gaia_kit.core.benchmark_guard import refuse_mirror
 from gaia_kit.core.errors import ToolFailure
-from gaia_kit.core.settings import forget_settings, settings
+from gaia_kit.core.settings import settings
 from gaia_kit.core.usage import charge, check_budget
 from gaia_kit.web.cache import Cache
 from gaia_kit.web.config import HttpSettings, user_agent
@@ -152,9 +152,11 @@ _shared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, HttpClient] = weak
 
 
 def forget_shared_http() -> None:
-    """Drop the per-loop clients, so the next shared_http() reads GAIA_HTTP_* again (tests switch modes)."""
+    """Drop the per-loop clients, so the next shared_http() builds a new one (tests switch modes).
+
+    Settings are kept: after changing GAIA_HTTP_*, call forget_settings() too, or the new client is
+    built with the values read before."""
     _shared.clear()
-    forget_settings()
 
 
 def shared_http() -> HttpClient:

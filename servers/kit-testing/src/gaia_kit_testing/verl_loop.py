@@ -1,8 +1,9 @@
-"""Helpers for tests of token trajectories, and of the VeRL adapter with verl 0.9.1's own types.
+"""The trainer's VeRL agent loop driven with verl 0.9.1's own types, and its token trajectories read.
 
 `ScriptedServer` stands in for VeRL's LLMServerClient; `make_loop` builds the agent loop the way VeRL's
-AgentLoopWorker builds each trajectory's loop, from the package's agent.yaml entry. Both import verl
-when used (scripts/trainer-extra.sh installs it); `call` and `runs` need nothing.
+AgentLoopWorker builds each trajectory's loop, from gaia_train's agent.yaml entry. Both import verl (and
+gaia_train) only when used, so importing this module needs neither (scripts/trainer-extra.sh installs
+verl); `call` and `runs` need nothing.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 
 def call(name: str, **arguments: Any) -> str:
+    """A tool call as the model writes it (Hermes style)."""
     return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
 
 
