@@ -38,7 +38,7 @@ def play(monkeypatch: pytest.MonkeyPatch, delays: list[float], calls: int = 1) -
     prompts = [[{"index": i}] for i in range(len(delays))]
     runs = []
     for call in range(calls):
-        runs.append(anyio.run(rollout._run_all, prompts, Uniform(), call))
+        runs.append(anyio.run(rollout._run_all, prompts, Uniform(), call, 0))
     return runs
 
 
@@ -87,14 +87,14 @@ def test_each_prompt_is_played_as_its_row_says(monkeypatch: pytest.MonkeyPatch) 
         SimpleNamespace(eos_token_id=-1), mcp=None, plays=trl_rollout.row_plays(rows)
     )
     # TRL repeats each prompt num_generations times and hands over copies.
-    anyio.run(rollout._run_all, [r["prompt"] for r in rows[::-1]] * 2, Uniform(), 0)
+    anyio.run(rollout._run_all, [r["prompt"] for r in rows[::-1]] * 2, Uniform(), 0, 0)
     assert seen == {
         "plain?": (None, {}),
         "a sheet?": (None, {"mcp_servers": ["excel-server"], "mcp_tools": ["read_data_from_excel"]}),
         "as a team?": ("demo_team", {}),
     }
     with pytest.raises(ValueError, match="a prompt of no row"):
-        anyio.run(rollout._run_all, [[{"role": "user", "content": "unknown?"}]], Uniform(), 0)
+        anyio.run(rollout._run_all, [[{"role": "user", "content": "unknown?"}]], Uniform(), 0, 0)
 
 
 def test_prompts_are_found_after_the_datasets_round_trip() -> None:
@@ -131,7 +131,9 @@ def test_an_episode_the_environment_ended_is_excluded_from_the_loss(tokenizer, f
             )
 
     trainer = SimpleNamespace(
-        accelerator=SimpleNamespace(unwrap_model=lambda model: model), model=UniformOverTokenizer()
+        accelerator=SimpleNamespace(unwrap_model=lambda model: model),
+        model=UniformOverTokenizer(),
+        args=SimpleNamespace(seed=0),
     )
     prompt = [{"role": "user", "content": "What is the meeting code?"}]
     limits = EpisodeLimits(max_turns=1, episode_timeout_s=60)
@@ -169,11 +171,11 @@ def test_each_episode_draws_its_own_attachment_from_its_own_stream(monkeypatch: 
         plays=trl_rollout.row_plays(rows, attachments={"a": draw}),
     )
     prompts = [rows[0]["prompt"]] * 3
-    first = anyio.run(rollout._run_all, prompts, Uniform(), 0)
-    second = anyio.run(rollout._run_all, prompts, Uniform(), 1)
+    first = rollout.play_prompts(prompts, Uniform(), 0)
+    second = rollout.play_prompts(prompts, Uniform(), 1)
     assert first == [draw(episode_stream(7, 0, i)) for i in range(3)], "drawn from the episode's own stream"
     assert len({a.ground_truth for a in first + second}) == 6, "every episode of every step its own file"
-    assert anyio.run(rollout._run_all, prompts, Uniform(), 0) == first, "a replay draws the same files"
+    assert rollout.play_prompts(prompts, Uniform(), 0) == first, "a replay draws the same files"
 
 
 def test_attachments_a_row_cannot_use_are_refused() -> None:

@@ -31,6 +31,12 @@ from .tiny_model import TinyModelConfig, build_model, build_tokenizer
 GROUP = 4
 """Episodes per prompt (GRPO's group)."""
 WARM_STEPS = 200
+WARM_LR = 3e-3
+"""The warm start's learning rate. At `warm_start`'s 1e-2 the full-batch loss on verl's tokens spiked
+up to tenfold between steps (0.15 to 1.27 within 25 steps), so where step 200 landed was float rounding's
+luck: 0.012 on one machine (its calls read files), 0.17 on another, where no taught call came out whole
+(every uuid digit is a token of its own) and the policy garbled every path. At 3e-3 it falls steadily
+(0.019 at step 200 there, each task's whole call sampled about half the time)."""
 TURN_SLACK = 16
 """Tokens a turn may sample beyond the longest scripted turn: a sampled call can run a little longer."""
 REASONING_TOKENS = 64
@@ -85,7 +91,7 @@ def prepare(work: Path, snapshot: Path, gateway_url: str, seed: int = 0) -> Verl
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        losses = warm_start.warm_start(model, episodes, steps=WARM_STEPS)
+        losses = warm_start.warm_start(model, episodes, steps=WARM_STEPS, learning_rate=WARM_LR)
     finally:
         torch.set_num_threads(threads)
     model.to(torch.float32).save_pretrained(model_dir)

@@ -156,7 +156,10 @@ class GaiaRollout:
     response_length: int = 1024
     temperature: float = 1.0
     max_concurrent: int = 16
-    seed: int = 0
+    seed: int | None = None
+    """Each episode's random stream derives from it (with the step and the episode's place in it); None:
+    the run's seed, `GRPOConfig.seed`, so one knob seeds a whole run. `play_prompts` outside a run
+    (a held-out evaluation) needs it set."""
     plays: dict[str, RowPlay] | None = None
     """Each prompt's team and server selection (`row_plays(rows)`); None: the single agent, `mcp`'s servers."""
     episodes: list[Episode] = field(default_factory=list)
@@ -168,7 +171,8 @@ class GaiaRollout:
 
     def __call__(self, prompts: list[list[dict[str, Any]]], trainer: GRPOTrainer) -> dict[str, list[Any]]:
         model = trainer.accelerator.unwrap_model(trainer.model)
-        episodes = self.play_prompts(prompts, model, self._calls)
+        seed = trainer.args.seed if self.seed is None else self.seed
+        episodes = anyio.run(self._run_all, prompts, model, self._calls, seed)
         self._calls += 1
         self.episodes.extend(episodes)
         for episode in episodes:
@@ -196,10 +200,14 @@ class GaiaRollout:
     ) -> list[Episode]:
         """One episode per prompt with `model`, not recorded in `episodes` (a held-out evaluation uses it
         too); `call` picks the episodes' random streams, so give each evaluation its own."""
-        return anyio.run(self._run_all, prompts, model, call)
+        if self.seed is None:
+            raise ValueError(
+                "play_prompts outside a GRPO run needs the rollout's seed: GaiaRollout(seed=...)"
+            )
+        return anyio.run(self._run_all, prompts, model, call, self.seed)
 
     async def _run_all(
-        self, prompts: list[list[dict[str, Any]]], model: torch.nn.Module, call: int
+        self, prompts: list[list[dict[str, Any]]], model: torch.nn.Module, call: int, seed: int
     ) -> list[Episode]:
         hows = [self._play_of(prompt) for prompt in prompts]  # every prompt known before any episode starts
         episodes: list[Episode | None] = [None] * len(prompts)
@@ -208,13 +216,13 @@ class GaiaRollout:
         async def one(index: int) -> None:
             # Each episode draws from its own stream: episodes interleave in whatever order their
             # tool calls return, and a shared stream would make the samples depend on that order.
-            generator = torch.Generator().manual_seed(hash((self.seed, call, index)))
+            generator = torch.Generator().manual_seed(hash((seed, call, index)))
 
             async def generate_ids(ids: list[int], max_tokens: int) -> tuple[list[int], list[float] | None]:
                 return await anyio.to_thread.run_sync(self._sample, model, ids, max_tokens, generator)
 
             maker = hows[index].attachment
-            attachment = maker(episode_stream(self.seed, call, index)) if maker else None
+            attachment = maker(episode_stream(seed, call, index)) if maker else None
             async with gate:
                 episodes[index] = await run_tape_episode(
                     prompts[index],
@@ -308,7 +316,10 @@ def grpo_config(
     seed: int = 0,
     **overrides: Any,
 ) -> GRPOConfig:
-    """A GRPOConfig for a CPU run: fp32, no checkpoints, no reporting, a log line per step."""
+    """A GRPOConfig for a CPU run: fp32, no checkpoints, no reporting, a log line per step.
+
+    `seed` is the run's: TRL seeds Python's random, numpy and torch with it when the trainer is
+    built, and a `GaiaRollout` without a seed of its own derives its episodes' streams from it."""
     return GRPOConfig(
         output_dir=output_dir,
         max_steps=steps,
