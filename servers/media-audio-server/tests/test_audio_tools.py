@@ -63,6 +63,7 @@ async def test_long_transcripts_are_paged_and_a_wrong_key_is_named(
     first = ok(await call("transcribe_audio", file_path="fox.wav", max_length=50))
     assert first.startswith("word word") and "start_index=50" in first
     monkeypatch.setenv("AUDIO_LLM_API_KEY", "sk-wrong-key")
+    forget_settings()  # the key is read once per process, as a server reads it at its first call
     message = failed(await call("transcribe_audio", file_path="fox.wav"))
     assert "HTTP 401" in message and "AUDIO_LLM_API_KEY" in message and "sk-wrong-key" not in message
 
