@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 from gaia_kit.core.settings import forget_settings
-from gaia_kit.execution.sandbox import Limits, run_sandboxed, sandbox_status
+from gaia_kit.execution.sandbox import Limits, SandboxResult, run_sandboxed, sandbox_status
 
 pytestmark = pytest.mark.anyio
 
@@ -202,3 +202,10 @@ async def test_unsandboxed_mode_is_explicit_and_loud(ws, monkeypatch, caplog):
     result = await sh(ws, "echo $FAKE_API_KEY; echo ran")
     assert result.stdout.strip().splitlines() == ["ran"]  # the environment is still scrubbed
     assert "without isolation" in caplog.text
+
+
+def test_the_answer_names_the_wall_time_only_of_a_slow_command():
+    fast = SandboxResult(0, "1\n", "", timed_out=False, truncated=False, duration_s=0.43)
+    slow = SandboxResult(0, "1\n", "", timed_out=False, truncated=False, duration_s=2.345)
+    assert fast.describe() == "1\n[exit status 0]"  # the same command answers the same every run
+    assert slow.describe() == "1\n[exit status 0; 2.3 s]"

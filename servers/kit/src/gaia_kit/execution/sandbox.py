@@ -75,6 +75,10 @@ class SandboxSettings(BaseSettings):
     """All processes of one execution plus its /tmp and /var/tmp files; memory_mb when unset."""
 
 
+SHOWN_FROM_S = 1.0
+"""A command's wall time is in its answer from this long on."""
+
+
 @dataclass(frozen=True)
 class Limits:
     wall_s: float = 30
@@ -119,7 +123,10 @@ class SandboxResult:
         parts = [self.stdout.rstrip("\n") if self.stdout.strip() else "(no output)"]
         if self.stderr.strip():
             parts.append(f"[stderr]\n{self.stderr.rstrip()}")
-        parts.append(f"[{self.status()}; {self.duration_s:.2f} s]")
+        # A fast command's wall time tells the agent nothing, costs tokens in every answer and makes
+        # the same command answer differently each run (a policy learnt from those digits).
+        took = f"; {self.duration_s:.1f} s" if self.duration_s >= SHOWN_FROM_S else ""
+        parts.append(f"[{self.status()}{took}]")
         if self.quota_note:
             parts.append(f"[{self.quota_note}]")
         return "\n".join(parts)
