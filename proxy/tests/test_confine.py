@@ -72,7 +72,8 @@ def test_opting_out_is_read_from_the_environment() -> None:
 def test_a_home_that_is_the_root_or_the_checkout_is_not_hidden(tmp_path: Path) -> None:
     from gaia_env.registry import REPO_ROOT
 
-    env = {"GAIA_WORKSPACE_ROOT": str(tmp_path), "GAIA_SERVER_CONFINE": "1"}
+    # The bytecode cache named, or a relative HOME would put one in the directory pytest runs in.
+    env = {"GAIA_WORKSPACE_ROOT": str(tmp_path), "GAIA_SERVER_CONFINE": "1", "XDG_CACHE_HOME": str(tmp_path)}
     confinement = Confinement.from_env(env)
     for home, expected in (
         ("/", "/tmp"),

@@ -11,7 +11,7 @@ import pytest
 from gaia_env import supervisor
 from gaia_env.registry import ServerSpec
 from gaia_env.replica import Replica, ReplicaState
-from gaia_env.supervisor import backoff, supervise
+from gaia_env.supervisor import backoff, start_slots, supervise
 from gaia_kit_testing.probe import PROBE
 
 pytestmark = pytest.mark.anyio
@@ -53,7 +53,7 @@ async def test_a_server_that_keeps_crashing_is_marked_failed_with_its_last_words
         id="crashy", command=("{python}", "-c", "import sys; print('boom', file=sys.stderr); sys.exit(3)")
     )
     replica, pool = Replica(0), Recorder(keep_for=supervisor.CRASHES_BEFORE_FAILED)
-    await asyncio.wait_for(supervise(spec, probe_env, replica, pool), 60)
+    await asyncio.wait_for(supervise(spec, probe_env, replica, pool, start_slots(2)), 60)
     assert pool.tools == [] and replica.restarts == supervisor.CRASHES_BEFORE_FAILED
     assert pool.states == [ReplicaState.RESTARTING] * (supervisor.CRASHES_BEFORE_FAILED - 1) + [
         ReplicaState.FAILED
@@ -64,7 +64,9 @@ async def test_a_server_that_keeps_crashing_is_marked_failed_with_its_last_words
 async def test_a_process_that_exits_is_replaced_by_a_new_generation(probe_env) -> None:
     replica, pool = Replica(0), Recorder(keep_for=2)
     task = asyncio.create_task(
-        supervise(ServerSpec(id="probe", command=("{python}", str(PROBE))), probe_env, replica, pool)
+        supervise(
+            ServerSpec(id="probe", command=("{python}", str(PROBE))), probe_env, replica, pool, start_slots(2)
+        )
     )
     try:
         while replica.generation < 1:
@@ -79,6 +81,26 @@ async def test_a_process_that_exits_is_replaced_by_a_new_generation(probe_env) -
         assert replica.process is not first and replica.restarts == 1 and replica.state is ReplicaState.READY
         assert pool.states[:3] == [ReplicaState.READY, ReplicaState.RESTARTING, ReplicaState.RESTARTING]
         assert replica.last_error == "server was killed by SIGTERM"
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await replica.process.stop()
+
+
+async def test_a_process_starts_only_in_its_turn(probe_env) -> None:
+    starts = start_slots(2)
+    await starts.acquire()
+    await starts.acquire()  # both turns taken, as by two servers still importing
+    replica, pool = Replica(0), Recorder()
+    task = asyncio.create_task(
+        supervise(ServerSpec(id="probe", command=("{python}", str(PROBE))), probe_env, replica, pool, starts)
+    )
+    try:
+        await asyncio.sleep(0.5)
+        assert replica.process is not None and replica.process.proc is None, "started before its turn"
+        starts.release()
+        await asyncio.wait_for(pool.changed.wait(), 60)
+        assert replica.state is ReplicaState.READY and replica.generation == 1
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)

@@ -40,6 +40,7 @@ from .process import Progress
 from .registry import ServerSpec
 from .replica import PoolState
 from .sessions import EPHEMERAL_PREFIX, SessionLimits, SessionRefused, SessionState, SessionStore
+from .supervisor import start_slots
 
 logger = logging.getLogger("gaia_env.gateway")
 
@@ -82,8 +83,11 @@ class Gateway:
         self.plans: dict[str, ReplicaPlan] = {
             sid: replica_plan(spec, self.cores) for sid, spec in specs.items()
         }
+        starts = start_slots(self.cores)
         self.pools = {
-            sid: ServerPool(spec, {**env, **spec.env}, on_restart=self._count_restart, plan=self.plans[sid])
+            sid: ServerPool(
+                spec, {**env, **spec.env}, on_restart=self._count_restart, plan=self.plans[sid], starts=starts
+            )
             for sid, spec in specs.items()
         }
         self.sessions = SessionStore(

@@ -27,7 +27,7 @@ from .errors import Busy
 from .process import CallTimeout, Progress, RemoteError, ServerGone
 from .registry import ServerSpec
 from .replica import PoolState, Replica, ReplicaState, pool_state
-from .supervisor import supervise
+from .supervisor import start_slots, supervise
 
 logger = logging.getLogger("gaia_env.pool")
 
@@ -46,10 +46,13 @@ class ServerPool:
         env: Mapping[str, str],
         on_restart: Callable[[str], None] | None = None,
         plan: ReplicaPlan | None = None,
+        starts: asyncio.Semaphore | None = None,
     ):
         self.spec = spec
         self.env = dict(env)
         self.plan = plan or replica_plan(spec, available_cores())
+        self.starts = starts or start_slots(available_cores())
+        """Turns to start a process, shared with the gateway's other pools (supervisor.py)."""
         self.replicas = [Replica(i) for i in range(self.plan.initial)]
         self.tools: list[dict[str, Any]] = []
         self.tools_version = 0
@@ -149,7 +152,7 @@ class ServerPool:
     # -- supervision (supervisor.Supervised) ---------------------------------------------------
 
     async def _supervise(self, replica: Replica) -> None:
-        await supervise(self.spec, self.env, replica, self)
+        await supervise(self.spec, self.env, replica, self, self.starts)
         if not self._closing:
             self.moved(replica, ReplicaState.STOPPED)
 

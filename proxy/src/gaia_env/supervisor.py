@@ -4,6 +4,11 @@ Start it, watch it (watchdog.py), and when it exits or hangs start a new one aft
 doubles up to MAX_BACKOFF_S. A replica that crashes CRASHES_BEFORE_FAILED times within
 CRASH_WINDOW_S is marked failed (its pool refuses calls with the last error) and keeps retrying at
 the slowest pace, so a server that comes back is used again.
+
+Starting is CPU-bound (a server's imports take seconds of one core), so a gateway lets only as many
+processes start at once as it has cores: 27 servers starting together on two cores each took the
+whole herd's time and missed their own startup_timeout, where one after another each starts in
+seconds. The timeout counts from a process's turn, not from the queue.
 """
 
 from __future__ import annotations
@@ -52,14 +57,22 @@ def new_process(spec: ServerSpec, env: Mapping[str, str], replica: Replica) -> S
     return ServerProcess(f"{spec.id}#{replica.index}", spec.argv(), env, spec.nice)
 
 
-async def supervise(spec: ServerSpec, env: Mapping[str, str], replica: Replica, pool: Supervised) -> None:
+def start_slots(cores: int) -> asyncio.Semaphore:
+    """The turns of processes starting at once, shared by every pool of one gateway."""
+    return asyncio.Semaphore(max(2, cores))
+
+
+async def supervise(
+    spec: ServerSpec, env: Mapping[str, str], replica: Replica, pool: Supervised, starts: asyncio.Semaphore
+) -> None:
     """Run the replica's process until the pool no longer keeps the replica."""
     attempt = 0
     while pool.keeps(replica):
         process = new_process(spec, env, replica)
         replica.process, replica.hung = process, None
         try:
-            tools = await process.start(spec.startup_timeout)
+            async with starts:
+                tools = await process.start(spec.startup_timeout)
         except (ServerGone, CallTimeout, RemoteError, OSError) as exc:
             replica.last_error = f"failed to start: {spec.missing_program() or _reason(exc, process)}"
             logger.error("%s #%d %s", spec.id, replica.index, replica.last_error)
