@@ -85,7 +85,13 @@ def dry_run_here(tmp_path: Path, monkeypatch, capsys):
         for name in ("MCP_SERVER_URL", "MCP_SERVERS", "GAIA_TURN_TOKENS", "GAIA_TOOL_TOKENS_PER_TURN"):
             monkeypatch.setenv(name, handed["env"][name])
         capsys.readouterr()
-        code = config_check.main(handed["argv"])
+        environ = os.environ
+        try:
+            code = config_check.main(handed["argv"])
+        finally:
+            # datasets' map with num_proc (verl's dataset filter) rebinds os.environ to a copy: the
+            # monkeypatched values would then outlive the test, in every later test's environment
+            os.environ = environ  # noqa: B003 (the same object back, not a new environment)
         out, err = capsys.readouterr()
         return subprocess.CompletedProcess(handed["argv"], code, out, err)
 
@@ -323,9 +329,11 @@ def test_effective_steps_follow_verls_loop() -> None:
 
 
 def test_dry_run_reaches_what_main_ppo_builds_before_gpus(
-    data_dir: Path, tiny_model_dir: Path, fake_mcp
+    data_dir: Path, tiny_model_dir: Path, fake_mcp, dry_run_here
 ) -> None:
-    result = dry_run("run.sh", data_dir, MODEL_PATH=str(tiny_model_dir), MCP_SERVER_URL=fake_mcp.url, **TINY)
+    result = dry_run_here(
+        "run.sh", data_dir, MODEL_PATH=str(tiny_model_dir), MCP_SERVER_URL=fake_mcp.url, **TINY
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
     for reached in (
@@ -349,19 +357,19 @@ def test_dry_run_reaches_what_main_ppo_builds_before_gpus(
 
 
 def test_dry_run_fails_with_the_numbers_when_the_episode_cannot_fit(
-    data_dir: Path, tiny_model_dir: Path, fake_mcp
+    data_dir: Path, tiny_model_dir: Path, fake_mcp, dry_run_here
 ) -> None:
     setting = {"MODEL_PATH": str(tiny_model_dir), "MCP_SERVER_URL": fake_mcp.url, **TINY}
-    short = dry_run("run.sh", data_dir, PROMPT_LENGTH="1024", **setting)
+    short = dry_run_here("run.sh", data_dir, PROMPT_LENGTH="1024", **setting)
     assert short.returncode == 1
     assert (
         "the longest prompt is" in short.stderr and "more than data.max_prompt_length (1024)" in short.stderr
     )
-    turns = dry_run("run.sh", data_dir, MAX_TURNS="40", TOOL_TOKENS_PER_TURN="4096", **setting)
+    turns = dry_run_here("run.sh", data_dir, MAX_TURNS="40", TOOL_TOKENS_PER_TURN="4096", **setting)
     assert turns.returncode == 1
     assert "only 10 of max_assistant_turns=40 turns fit in data.max_response_length (126976)" in turns.stderr
     assert "raise RESPONSE_LENGTH to 477184" in turns.stderr
-    too_long = dry_run("run.sh", data_dir, RESPONSE_LENGTH="131072", **setting)
+    too_long = dry_run_here("run.sh", data_dir, RESPONSE_LENGTH="131072", **setting)
     assert (
         too_long.returncode == 1
         and "is more than actor_rollout_ref.rollout.max_model_len (131072)" in too_long.stderr
@@ -393,7 +401,9 @@ def test_verls_default_trainer_path_imports() -> None:
     assert get_trainer_cls("sync").__name__ == "PPOTrainerSync"
 
 
-def test_dry_run_counts_a_teams_hand_offs(tmp_path: Path, tiny_model_dir: Path, fake_mcp) -> None:
+def test_dry_run_counts_a_teams_hand_offs(
+    tmp_path: Path, tiny_model_dir: Path, fake_mcp, dry_run_here
+) -> None:
     team = tmp_path / "pair.toml"
     team.write_text(
         'name = "pair"\ncoordinator = "lead"\nmax_delegations = 2\n'
@@ -414,7 +424,7 @@ def test_dry_run_counts_a_teams_hand_offs(tmp_path: Path, tiny_model_dir: Path, 
         "AGENT_LOOP_CONFIG": str(agents),
         **TINY,
     }
-    result = dry_run("run.sh", tmp_path / "data", **setting)
+    result = dry_run_here("run.sh", tmp_path / "data", **setting)
     # 20 turns of the lead and 2 delegations of 8: 36 turns, and two hand-offs, in the one response
     assert result.returncode == 1
     [counted] = re.findall(r"longest hand-off to a role, schemas included\s+(\d+)", result.stderr)
@@ -430,10 +440,10 @@ def longest_prompt(output: str) -> int:
 
 
 def test_dry_run_counts_each_rows_prompt_with_its_own_tools(
-    data_dir: Path, tmp_path: Path, tiny_model_dir: Path, fake_mcp
+    data_dir: Path, tmp_path: Path, tiny_model_dir: Path, fake_mcp, dry_run_here
 ) -> None:
     setting = {"MODEL_PATH": str(tiny_model_dir), "MCP_SERVER_URL": fake_mcp.url, **TINY}
-    everything = longest_prompt(dry_run("run.sh", data_dir, **setting).stdout)
+    everything = longest_prompt(dry_run_here("run.sh", data_dir, **setting).stdout)
 
     # Rows that select one tool: their prompts list that one schema, not the eight of MCP_SERVERS.
     narrow = tmp_path / "narrow"
@@ -443,7 +453,7 @@ def test_dry_run_counts_each_rows_prompt_with_its_own_tools(
         for row in rows:
             row["extra_info"] = {**row["extra_info"], "mcp_tools": ["add"]}
         pd.DataFrame(rows).to_parquet(narrow / name, index=False)
-    result = dry_run("run.sh", narrow, **setting)
+    result = dry_run_here("run.sh", narrow, **setting)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "reached: counted each row's prompt with its own tools (1 selection(s)" in result.stdout
     assert longest_prompt(result.stdout) < everything - 500
@@ -461,7 +471,7 @@ def test_dry_run_counts_each_rows_prompt_with_its_own_tools(
     )
     write_demo_snapshot(tmp_path / "snapshot", skip_audio=True)
     ds.build(tmp_path / "snapshot", tmp_path / "data", test_size=2, agent_name="wordy")
-    wordy = dry_run("run.sh", tmp_path / "data", AGENT_LOOP_CONFIG=str(agents), **setting)
+    wordy = dry_run_here("run.sh", tmp_path / "data", AGENT_LOOP_CONFIG=str(agents), **setting)
     assert wordy.returncode == 1
     assert longest_prompt(wordy.stderr) > 300 * len("You lead the team. ")
     assert "more than data.max_prompt_length (4096)" in wordy.stderr

@@ -52,3 +52,33 @@ def test_the_run_dumps_its_episodes_and_validates_after_its_last_step() -> None:
         "/tmp/run/validation",
     )
     assert env["TEST_FREQ"] == "3" and env["VAL_N"] == "1"
+
+
+def test_the_warm_starts_loss_is_the_padded_batchs() -> None:
+    """Episodes go through the model one by one, unpadded; the loss (and so each step) is still the
+    full batch's mean over the sampled tokens, as one padded batch computes it."""
+    import copy
+    from types import SimpleNamespace
+
+    import torch
+    from gaia_train.demo.tiny_model import TinyModelConfig, build_model, build_tokenizer
+
+    tokenizer = build_tokenizer(["a call, a file, an answer"] * 20)
+    model = build_model(tokenizer, TinyModelConfig())
+    generator = torch.Generator().manual_seed(0)
+    episodes, rows = [], []
+    for length, prompt in ((30, 10), (25, 7), (40, 12)):
+        ids = torch.randint(1, len(tokenizer), (length,), generator=generator).tolist()
+        sampled = [1 if i % 3 else 0 for i in range(length - prompt)]  # tool output between turns is 0
+        tape = SimpleNamespace(prompt_ids=ids[:prompt], response_ids=ids[prompt:], response_mask=sampled)
+        episodes.append(SimpleNamespace(tape=tape))
+        rows.append((ids, [0] * prompt + sampled))
+    width, pad = max(len(ids) for ids, _ in rows), model.config.pad_token_id
+    input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in rows])
+    attention = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in rows])
+    labels = input_ids.clone()
+    labels[torch.tensor([mask + [0] * (width - len(mask)) for _, mask in rows]) == 0] = -100
+    model.eval()
+    padded = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss.item()
+    [unpadded] = warm_start.warm_start(copy.deepcopy(model), episodes, steps=1, learning_rate=0.0)
+    assert unpadded == pytest.approx(padded, rel=1e-5)
