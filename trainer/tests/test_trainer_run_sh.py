@@ -86,12 +86,10 @@ def dry_run_here(tmp_path: Path, monkeypatch, capsys):
             monkeypatch.setenv(name, handed["env"][name])
         capsys.readouterr()
         environ = os.environ
-        try:
-            code = config_check.main(handed["argv"])
-        finally:
-            # datasets' map with num_proc (verl's dataset filter) rebinds os.environ to a copy: the
-            # monkeypatched values would then outlive the test, in every later test's environment
-            os.environ = environ  # noqa: B003 (the same object back, not a new environment)
+        code = config_check.main(handed["argv"])
+        # verl's dataset filter rebinds os.environ (config_check puts it back): the monkeypatched
+        # values would otherwise outlive the test, in every later test's environment
+        assert os.environ is environ
         out, err = capsys.readouterr()
         return subprocess.CompletedProcess(handed["argv"], code, out, err)
 

@@ -170,7 +170,8 @@ def warm_start(
         labels = input_ids.clone()
         labels[torch.tensor([[0] * len(e.tape.prompt_ids) + e.tape.response_mask]) == 0] = -100
         rows.append((input_ids, labels))
-    # the model's loss is a mean over its labels after the one-token shift; summed over the batch's
+    # each episode's summed loss divided by the whole batch's taught tokens (after the model's
+    # one-token shift): the gradients add up to the padded batch's mean
     taught = sum(int((labels[:, 1:] != -100).sum()) for _, labels in rows)
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
     model.train()

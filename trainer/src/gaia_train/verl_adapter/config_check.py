@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import math
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -290,11 +291,16 @@ def _build_datasets(config: Any, tokenizer: Any, reach: Reach) -> None:
     """VeRL's own datasets, filtered as VeRL filters them; the train set's size goes to `reach`."""
     from verl.trainer.ppo.utils import create_rl_dataset
 
+    environ = os.environ
     for key, is_train in (("train_files", True), ("val_files", False)):
         try:
             dataset = create_rl_dataset(config.data[key], config.data, tokenizer, None, is_train=is_train)
         except Exception as exc:
             raise ConfigError(f"VeRL cannot build its dataset from data.{key}: {exc}") from exc
+        finally:
+            # datasets' map with num_proc (VeRL's filter) rebinds os.environ to a copy, which would
+            # keep what the process sets afterwards from its children (and a caller's own cleanup)
+            os.environ = environ  # noqa: B003 (the same object back, not a new environment)
         if len(dataset) == 0:
             raise ConfigError(f"data.{key}: VeRL's dataset is empty after its own filtering")
         reach.done.append(f"built VeRL's dataset from data.{key}: {len(dataset)} rows")
@@ -579,8 +585,6 @@ def _is_loopback(url: str) -> bool:
 
 def _check_gateway_reach(config: Any) -> None:
     """On more than one node, every node's agent loop workers must reach the gateway: no loopback URL."""
-    import os
-
     from omegaconf import OmegaConf
 
     from ..episode.session import DEFAULT_MCP_URL
